@@ -1,0 +1,261 @@
+// Package cli holds the command-line conventions every krops binary shares:
+// the urfave/cli app skeleton, -v and --log-format, flags bound to the
+// lifecycle's environment variables, Ctrl-C cancellation and exit codes.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/kropsdev/krops/tools/kit/config"
+)
+
+// Exit codes, the same for every binary.
+const (
+	ExitOK           = 0
+	ExitFailed       = 1
+	ExitUsage        = 2
+	ExitUnknownState = 3
+)
+
+// ExitCodesHelp documents the exit codes in every --help.
+const ExitCodesHelp = `EXIT CODES:
+   0  done
+   1  failed
+   2  usage or configuration error (nothing was changed)
+   3  stopped on unknown state: a query failed, so nothing destructive was done; rerun when the cause is fixed`
+
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// UsageError marks err as a usage or configuration error (exit 2).
+func UsageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+// Usagef formats a usage error.
+func Usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+type unknownStateError struct{ err error }
+
+func (e unknownStateError) Error() string { return e.err.Error() }
+func (e unknownStateError) Unwrap() error { return e.err }
+
+// UnknownStateError marks err as a stop on unknown state (exit 3): the tool
+// could not tell what exists, so it did nothing destructive.
+func UnknownStateError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unknownStateError{err}
+}
+
+// ExitCode maps an error to the process exit code.
+func ExitCode(err error) int {
+	var u usageError
+	var s unknownStateError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &u):
+		return ExitUsage
+	case errors.As(err, &s):
+		return ExitUnknownState
+	}
+	return ExitFailed
+}
+
+// Options describe one binary.
+type Options struct {
+	Name        string
+	Usage       string
+	ArgsUsage   string
+	Description string
+	Version     string
+	// Knobs are the environment-variable names (config.KnobTable) this binary
+	// reads; each becomes a flag bound to its variable.
+	Knobs    []string
+	Flags    []ucli.Flag
+	Commands []*ucli.Command
+	Action   ucli.ActionFunc
+	// Stdout and Stderr default to the process's.
+	Stdout, Stderr io.Writer
+}
+
+// metadata keys on the app.
+const (
+	metaLogger = "krops.logger"
+)
+
+// New builds the app.
+func New(o Options) *ucli.App {
+	app := &ucli.App{
+		Name:                 o.Name,
+		Usage:                o.Usage,
+		ArgsUsage:            o.ArgsUsage,
+		Description:          o.Description,
+		Version:              o.Version,
+		Commands:             o.Commands,
+		Action:               o.Action,
+		EnableBashCompletion: true,
+		// -v is verbose here, so the built-in --version/-v flag is off; the
+		// version command replaces it.
+		HideVersion:           true,
+		HideHelpCommand:       true,
+		Writer:                o.Stdout,
+		ErrWriter:             o.Stderr,
+		CustomAppHelpTemplate: ucli.AppHelpTemplate + "\n" + ExitCodesHelp + "\n",
+		Flags: append([]ucli.Flag{
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log more detail"},
+			&ucli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+		}, append(KnobFlags(o.Knobs...), o.Flags...)...),
+		Metadata: map[string]any{},
+	}
+	if app.Writer == nil {
+		app.Writer = os.Stdout
+	}
+	if app.ErrWriter == nil {
+		app.ErrWriter = os.Stderr
+	}
+	app.Commands = append(app.Commands, &ucli.Command{
+		Name:  "version",
+		Usage: "print the version",
+		Action: func(c *ucli.Context) error {
+			_, err := fmt.Fprintf(c.App.Writer, "%s %s\n", c.App.Name, c.App.Version)
+			return err
+		},
+	})
+	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageError(err) }
+	app.ExitErrHandler = func(*ucli.Context, error) {} // Run owns exit codes
+	app.Before = func(c *ucli.Context) error {
+		var h slog.Handler
+		level := slog.LevelInfo
+		if c.Bool("verbose") {
+			level = slog.LevelDebug
+		}
+		ho := &slog.HandlerOptions{Level: level}
+		switch c.String("log-format") {
+		case "text":
+			h = slog.NewTextHandler(c.App.ErrWriter, ho)
+		case "json":
+			h = slog.NewJSONHandler(c.App.ErrWriter, ho)
+		default:
+			return Usagef("--log-format %q is not valid: want text or json", c.String("log-format"))
+		}
+		c.App.Metadata[metaLogger] = slog.New(h)
+		return nil
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = app.OnUsageError
+		if cmd.CustomHelpTemplate == "" {
+			cmd.CustomHelpTemplate = ucli.CommandHelpTemplate + "\n" + ExitCodesHelp + "\n"
+		}
+	}
+	return app
+}
+
+// Logger returns the logger configured by -v and --log-format.
+func Logger(c *ucli.Context) *slog.Logger {
+	if l, ok := c.App.Metadata[metaLogger].(*slog.Logger); ok {
+		return l
+	}
+	return slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Signals cancel the run's context; nil means SIGINT and SIGTERM.
+	Signals []os.Signal
+}
+
+// Run runs the app with args (argv including the program name) and returns
+// the exit code. The first SIGINT/SIGTERM cancels the context so steps stop
+// cleanly; a second one ends the process at once.
+func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
+	if o.Signals == nil {
+		o.Signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, o.Signals...)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			fmt.Fprintln(app.ErrWriter, "interrupted: stopping after the current call (press Ctrl-C again to quit at once)")
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-sigs:
+			os.Exit(130)
+		case <-ctx.Done():
+		}
+	}()
+	err := app.RunContext(ctx, args)
+	if err != nil {
+		fmt.Fprintf(app.ErrWriter, "%s: error: %v\n", app.Name, err)
+	}
+	return ExitCode(err)
+}
+
+// KnobFlags returns string flags bound to the named knobs' environment
+// variables. Knobs without a flag name (secrets) are skipped: they are read
+// from the environment only.
+func KnobFlags(names ...string) []ucli.Flag {
+	table := map[string]config.Knob{}
+	for _, k := range config.KnobTable() {
+		table[k.Env] = k
+	}
+	var flags []ucli.Flag
+	for _, n := range names {
+		k, ok := table[n]
+		if !ok {
+			panic(fmt.Sprintf("cli: knob %s is not in config.KnobTable", n)) // a programming error, caught by every test of the binary
+		}
+		if k.Flag == "" {
+			continue
+		}
+		flags = append(flags, &ucli.StringFlag{
+			Name:        k.Flag,
+			EnvVars:     []string{k.Env},
+			Usage:       k.Usage,
+			DefaultText: k.Default,
+		})
+	}
+	return flags
+}
+
+// Lookup returns knob values for config.Load and config.ParseKnobs: a flag
+// given on the command line wins over its environment variable (urfave
+// resolves that pair), which wins over the configuration file and the
+// built-in defaults. Secrets have no flag and come from the environment only.
+func Lookup(c *ucli.Context) config.Lookup {
+	flagOf := map[string]string{}
+	for _, k := range config.KnobTable() {
+		if k.Flag != "" {
+			flagOf[k.Env] = k.Flag
+		}
+	}
+	return func(name string) (string, bool) {
+		if f, ok := flagOf[name]; ok && c.IsSet(f) {
+			return c.String(f), true
+		}
+		return os.LookupEnv(name)
+	}
+}

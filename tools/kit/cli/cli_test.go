@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/kropsdev/krops/tools/kit/config"
+)
+
+const cfg = `
+[bootstrap]
+default-environment = "one"
+kind-cluster = "from-file"
+[charts]
+flux-operator = "0.61.0"
+cert-manager = "1.21.2"
+capi-operator = "0.29.0"
+[environments.one]
+provider = "docker"
+sync = "oci"
+sync-path = "mgmt/one"
+mgmt-cluster = "m"
+mgmt-ready-timeout = "15m"
+infra-provider-namespace = "capd-system"
+infra-provider-name = "docker"
+provider-manifests = ["p.yaml"]
+`
+
+type seen struct {
+	cluster string
+	port    uint16
+	token   string
+}
+
+func testApp(t *testing.T, out, errOut *bytes.Buffer, got *seen, action func(*ucli.Context) error) *ucli.App {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bootstrap.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if action == nil {
+		action = func(c *ucli.Context) error {
+			lookup := Lookup(c)
+			conf, err := config.Load(config.LoadOptions{Path: path, Lookup: lookup})
+			if err != nil {
+				return UsageError(err)
+			}
+			k, err := config.ParseKnobs(config.KnobOptions{Lookup: lookup, WorkDir: dir, Home: dir})
+			if err != nil {
+				return UsageError(err)
+			}
+			*got = seen{cluster: conf.Bootstrap.KindCluster, port: k.RegistryPort, token: k.GitHubToken.Reveal()}
+			return nil
+		}
+	}
+	return New(Options{
+		Name: "krops-test", Usage: "exercise the shared conventions", Version: "1.2.3",
+		Knobs:  []string{"KROPS_KIND_CLUSTER", "REGISTRY_PORT", "GITHUB_TOKEN"},
+		Action: action, Stdout: out, Stderr: errOut,
+	})
+}
+
+func TestPrecedenceFlagOverEnvironmentOverFileOverDefault(t *testing.T) {
+	cases := []struct {
+		name        string
+		env         map[string]string
+		args        []string
+		wantCluster string
+		wantPort    uint16
+	}{
+		{"file and default", nil, nil, "from-file", 5001},
+		{"environment over file and default", map[string]string{"KROPS_KIND_CLUSTER": "from-env", "REGISTRY_PORT": "6000"}, nil, "from-env", 6000},
+		{"flag over environment", map[string]string{"KROPS_KIND_CLUSTER": "from-env", "REGISTRY_PORT": "6000"}, []string{"--kind-cluster", "from-flag", "--registry-port=7000"}, "from-flag", 7000},
+		{"empty environment is unset", map[string]string{"KROPS_KIND_CLUSTER": ""}, nil, "from-file", 5001},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out, errOut bytes.Buffer
+			var got seen
+			app := testApp(t, &out, &errOut, &got, nil)
+			if code := Run(context.Background(), app, append([]string{"krops-test"}, tc.args...), RunOptions{}); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			if got.cluster != tc.wantCluster || got.port != tc.wantPort {
+				t.Errorf("got %+v, want cluster %s port %d", got, tc.wantCluster, tc.wantPort)
+			}
+		})
+	}
+}
+
+func TestSecretsAreNotFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var got seen
+	app := testApp(t, &out, &errOut, &got, nil)
+	if code := Run(context.Background(), app, []string{"krops-test", "--github-token", "x"}, RunOptions{}); code != ExitUsage {
+		t.Errorf("a secret flag must be rejected as usage error, exit %d", code)
+	}
+	t.Setenv("GITHUB_TOKEN", "ghp_env")
+	if code := Run(context.Background(), testApp(t, &out, &errOut, &got, nil), []string{"krops-test"}, RunOptions{}); code != 0 || got.token != "ghp_env" {
+		t.Errorf("token from the environment: exit %d, %+v", code, got)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		err  error
+		want int
+	}{
+		{"ok", nil, nil, ExitOK},
+		{"failure", nil, errors.New("boom"), ExitFailed},
+		{"usage error", nil, Usagef("bad %s", "input"), ExitUsage},
+		{"unknown state", nil, UnknownStateError(errors.New("list failed")), ExitUnknownState},
+		{"wrapped unknown state", nil, errors.Join(errors.New("x"), UnknownStateError(errors.New("y"))), ExitUnknownState},
+		{"unknown flag", []string{"--no-such-flag"}, nil, ExitUsage},
+		{"bad log format", []string{"--log-format", "xml"}, nil, ExitUsage},
+		{"invalid knob", []string{"--registry-port", "99999"}, nil, ExitUsage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			var got seen
+			var action func(*ucli.Context) error
+			if tc.err != nil || tc.want == ExitOK {
+				action = func(*ucli.Context) error { return tc.err }
+			}
+			app := testApp(t, &out, &errOut, &got, action)
+			if code := Run(context.Background(), app, append([]string{"krops-test"}, tc.args...), RunOptions{}); code != tc.want {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tc.want, errOut.String())
+			}
+		})
+	}
+}
+
+func TestHelpDocumentsExitCodesAndKnobs(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var got seen
+	app := testApp(t, &out, &errOut, &got, nil)
+	if code := Run(context.Background(), app, []string{"krops-test", "--help"}, RunOptions{}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := out.String()
+	for _, w := range []string{"EXIT CODES", "3  stopped on unknown state", "--registry-port", "$REGISTRY_PORT", "--log-format", "--verbose"} {
+		if !strings.Contains(help, w) {
+			t.Errorf("help lacks %q:\n%s", w, help)
+		}
+	}
+	if strings.Contains(help, "github-token") {
+		t.Error("help must not offer a secret flag")
+	}
+	out.Reset()
+	if code := Run(context.Background(), testApp(t, &out, &errOut, &got, nil), []string{"krops-test", "version"}, RunOptions{}); code != 0 || out.String() != "krops-test 1.2.3\n" {
+		t.Errorf("version: exit %d, %q", code, out.String())
+	}
+}
+
+func TestJSONLogs(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var got seen
+	app := testApp(t, &out, &errOut, &got, func(c *ucli.Context) error {
+		Logger(c).Debug("detail", "step", "x")
+		Logger(c).Info("hello", "step", "y")
+		return nil
+	})
+	if code := Run(context.Background(), app, []string{"krops-test", "--log-format", "json"}, RunOptions{}); code != 0 {
+		t.Fatal(code)
+	}
+	if !strings.Contains(errOut.String(), `"msg":"hello","step":"y"`) || strings.Contains(errOut.String(), "detail") {
+		t.Errorf("json logs at info level: %q", errOut.String())
+	}
+	errOut.Reset()
+	app = testApp(t, &out, &errOut, &got, func(c *ucli.Context) error { Logger(c).Debug("detail"); return nil })
+	Run(context.Background(), app, []string{"krops-test", "-v"}, RunOptions{})
+	if !strings.Contains(errOut.String(), "msg=detail") {
+		t.Errorf("-v shows debug logs: %q", errOut.String())
+	}
+}
+
+func TestSignalCancelsTheContext(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var got seen
+	started := make(chan struct{})
+	app := testApp(t, &out, &errOut, &got, func(c *ucli.Context) error {
+		close(started)
+		select {
+		case <-c.Context.Done():
+			return c.Context.Err()
+		case <-time.After(10 * time.Second):
+			return errors.New("not cancelled")
+		}
+	})
+	done := make(chan int)
+	go func() {
+		done <- Run(context.Background(), app, []string{"krops-test"}, RunOptions{Signals: []os.Signal{syscall.SIGUSR1}})
+	}()
+	<-started
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != ExitFailed || !strings.Contains(errOut.String(), "interrupted") {
+			t.Errorf("exit %d, stderr %q", code, errOut.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the signal did not cancel the run")
+	}
+}

@@ -1,0 +1,286 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// minimal is the smallest valid file; cases append or replace lines.
+const minimal = `
+[bootstrap]
+default-environment = "one"
+
+[charts]
+flux-operator = "0.61.0"
+cert-manager = "1.21.2"
+capi-operator = "0.29.0"
+
+[environments.one]
+provider = "docker"
+sync = "oci"
+sync-path = "mgmt/one"
+mgmt-cluster = "one-management"
+mgmt-ready-timeout = "15m"
+infra-provider-namespace = "capd-system"
+infra-provider-name = "docker"
+provider-manifests = ["mgmt/one/providers.yaml"]
+`
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bootstrap.toml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func load(t *testing.T, body string, env map[string]string) (*Config, error) {
+	t.Helper()
+	p := writeConfig(t, body)
+	return Load(LoadOptions{Path: p, Lookup: mapLookup(env)})
+}
+
+func mapLookup(m map[string]string) Lookup {
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+func TestRepositoryConfigIsValid(t *testing.T) {
+	c, err := Load(LoadOptions{Path: "../../../bootstrap.toml"})
+	if err != nil {
+		t.Fatalf("the checked-in bootstrap.toml must load: %v", err)
+	}
+	want := []string{"local-host", "aws", "local-talos", "azure", "gcp"}
+	if strings.Join(c.EnvironmentOrder, ",") != strings.Join(want, ",") {
+		t.Errorf("environments = %v, want %v in file order", c.EnvironmentOrder, want)
+	}
+	if c.Bootstrap.DefaultEnvironment != "local-host" {
+		t.Errorf("default environment = %q, want local-host (it needs no cloud account)", c.Bootstrap.DefaultEnvironment)
+	}
+	aws := c.Environments["aws"]
+	if aws.MgmtCluster != "eu-north-1-management" || aws.MgmtReadyTimeout != 40*time.Minute {
+		t.Errorf("aws = %+v", aws)
+	}
+	var regions []string
+	for _, w := range aws.Teardown.AWSWorkloads {
+		regions = append(regions, w.Region)
+		if w.EKSClusterName != "default_"+w.ClusterName+"-control-plane" || w.RDSInstance != "krops-"+w.ClusterName+"-db" {
+			t.Errorf("workload %+v breaks the naming rules", w)
+		}
+	}
+	if strings.Join(regions, ",") != "eu-north-1,eu-west-1" {
+		t.Errorf("aws workload regions = %v", regions)
+	}
+	if c.Charts.FluxOperator != "0.61.0" || c.Charts.CertManager != "1.21.2" || c.Charts.CAPIOperator < "0.29.0" {
+		t.Errorf("chart pins = %+v", c.Charts)
+	}
+	lh := c.Environments["local-host"]
+	if lh.MgmtCluster != "local-management" || strings.Join(lh.Teardown.CAPIWorkloads, ",") != "local-workload" {
+		t.Errorf("local-host = %+v", lh)
+	}
+	if c.Root != filepath.Dir(c.Path) || !filepath.IsAbs(c.Root) {
+		t.Errorf("root %q must be the absolute directory of %q", c.Root, c.Path)
+	}
+}
+
+func TestValidationErrorsNameFileKeyAndAllowedValues(t *testing.T) {
+	cases := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"unknown top-level key", "extra = 1\n" + minimal, []string{"bootstrap.toml", `unknown key "extra"`, "at the top level", "allowed: bootstrap, charts, teardown, providers, environments"}},
+		{"unknown bootstrap key", strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nkind-clustr = \"x\"", 1), []string{`unknown key "bootstrap.kind-clustr"`, "in [bootstrap]", "kind-cluster"}},
+		{"unknown chart", strings.Replace(minimal, "[charts]", "[charts]\nflux = \"1.0.0\"", 1), []string{`"charts.flux"`, "flux-operator, cert-manager, capi-operator"}},
+		{"unknown environment key", minimal + "syncpath = \"x\"\n", []string{`"environments.one.syncpath"`, "in [environments.one]", "sync-path"}},
+		{"unknown teardown key", minimal + "[environments.one.teardown]\nmanul = \"x\"\n", []string{`"environments.one.teardown.manul"`, "manual"}},
+		{"unknown aws-workload key", minimal + "[[environments.one.teardown.aws-workloads]]\nregion = \"r\"\nclusterName = \"c\"\n", []string{`"environments.one.teardown.aws-workloads[0].clusterName"`, "cluster-name"}},
+		{"unknown move-fallback key", minimal + "[[environments.one.move-fallbacks]]\nkind = \"x\"\n", []string{`"environments.one.move-fallbacks[0].kind"`, "resource, name, manifest"}},
+		{"unknown provider key", minimal + "[providers.docker]\nhash = \"x\"\n", []string{`"providers.docker.hash"`, "path, sha256"}},
+		{"unknown global teardown key", minimal + "[teardown]\nbucket = \"x\"\n", []string{`"teardown.bucket"`, "s3-bucket-pattern"}},
+		{"unknown default environment", strings.Replace(minimal, `default-environment = "one"`, `default-environment = "two"`, 1), []string{"bootstrap.default-environment", `"two" is not a defined environment`, "one of: one"}},
+		{"no environments", minimal[:strings.Index(minimal, "[environments.one]")], []string{"no environments are defined"}},
+		{"bad sync", strings.Replace(minimal, `sync = "oci"`, `sync = "git"`, 1), []string{"environments.one.sync", `"git" is not allowed`, "allowed: github, oci"}},
+		{"sops file in pivot-manifests", minimal + "pivot-manifests = [\"a.yaml\", \"creds.sops.yaml\"]\n", []string{"environments.one.pivot-manifests[1]", "SOPS-encrypted", "pivot-sops-secrets"}},
+		{"plain file in pivot-sops-secrets", minimal + "pivot-sops-secrets = [\"creds.yaml\"]\n", []string{"environments.one.pivot-sops-secrets[0]", "not a *.sops.yaml file"}},
+		{"bucket pattern without account", minimal + "[teardown]\ns3-bucket-pattern = \"krops-{cluster_name}\"\n", []string{"teardown.s3-bucket-pattern", "{account_id}"}},
+		{"bucket pattern without cluster", minimal + "[teardown]\ns3-bucket-pattern = \"krops-{account_id}\"\n", []string{"teardown.s3-bucket-pattern", "{cluster_name}"}},
+		{"bad mgmt-ready-timeout", strings.Replace(minimal, `"15m"`, `"15 minutes"`, 1), []string{"environments.one.mgmt-ready-timeout", "15 minutes"}},
+		{"missing provider", strings.Replace(minimal, `provider = "docker"`, "", 1), []string{"environments.one.provider", "is required"}},
+		{"bad sha256", minimal + "[providers.docker]\nsha256 = \"abc\"\n", []string{"providers.docker.sha256", "64 lower-case hex"}},
+		{"bad chart version", strings.Replace(minimal, `"0.61.0"`, `"latest"`, 1), []string{"charts.flux-operator", `"latest"`}},
+		{"lower-case manifest var", minimal + "[environments.one.pivot-manifest-vars]\ngcp_thing = \"x\"\n", []string{"pivot-manifest-vars.gcp_thing", "UPPER_SNAKE_CASE"}},
+		{"incomplete aws workload", minimal + "[[environments.one.teardown.aws-workloads]]\nregion = \"eu-west-1\"\n", []string{"aws-workloads[0].cluster-name", "aws-workloads[0].rds-instance"}},
+		{"wrong type", strings.Replace(minimal, `sync = "oci"`, `sync = 1`, 1), []string{"bootstrap.toml", "sync"}},
+		{"not toml", "[bootstrap\n", []string{"bootstrap.toml", "not valid TOML"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.body, nil)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestAllProblemsAreReportedTogether(t *testing.T) {
+	body := strings.Replace(minimal, `sync = "oci"`, `sync = "svn"`, 1)
+	body = strings.Replace(body, `"15m"`, `"forty"`, 1)
+	_, err := load(t, body+"pivot-sops-secrets = [\"x.yaml\"]\n", nil)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, w := range []string{"sync", "mgmt-ready-timeout", "pivot-sops-secrets"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %s: %v", w, err)
+		}
+	}
+}
+
+func TestPrecedenceDefaultsFileEnvironment(t *testing.T) {
+	// Defaults fill what the file leaves out.
+	c, err := load(t, minimal, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bootstrap.KindCluster != "mgmt" || c.Bootstrap.KindContext != "kind-mgmt" || c.Bootstrap.RegistryName != "krops-registry" {
+		t.Errorf("defaults not applied: %+v", c.Bootstrap)
+	}
+	// The file beats defaults.
+	body := strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nkind-cluster = \"boot\"\nregistry-name = \"reg\"", 1)
+	c, err = load(t, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bootstrap.KindCluster != "boot" || c.Bootstrap.KindContext != "kind-boot" || c.Bootstrap.RegistryName != "reg" {
+		t.Errorf("file values not applied: %+v", c.Bootstrap)
+	}
+	// The environment beats the file; empty counts as unset.
+	c, err = load(t, body, map[string]string{"KROPS_KIND_CLUSTER": "envcluster", "KROPS_REGISTRY_NAME": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bootstrap.KindCluster != "envcluster" || c.Bootstrap.RegistryName != "reg" {
+		t.Errorf("environment override: %+v", c.Bootstrap)
+	}
+}
+
+func TestKindContextFollowsRenamedCluster(t *testing.T) {
+	withContext := strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nkind-cluster = \"mgmt\"\nkind-context = \"kind-mgmt\"", 1)
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"file context kept", nil, "kind-mgmt"},
+		{"renamed cluster derives its context", map[string]string{"KROPS_KIND_CLUSTER": "other"}, "kind-other"},
+		{"explicit context wins over derivation", map[string]string{"KROPS_KIND_CLUSTER": "other", "BOOTSTRAP_KUBECONTEXT": "my-ctx"}, "my-ctx"},
+		{"explicit context alone", map[string]string{"BOOTSTRAP_KUBECONTEXT": "my-ctx"}, "my-ctx"},
+		{"empty context is unset", map[string]string{"KROPS_KIND_CLUSTER": "other", "BOOTSTRAP_KUBECONTEXT": ""}, "kind-other"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(t, withContext, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Bootstrap.KindContext != tc.want {
+				t.Errorf("kind context = %q, want %q", c.Bootstrap.KindContext, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigPathFromBootstrapConfig(t *testing.T) {
+	p := writeConfig(t, minimal)
+	c, err := Load(LoadOptions{WorkDir: t.TempDir(), Lookup: mapLookup(map[string]string{"BOOTSTRAP_CONFIG": p})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != p {
+		t.Errorf("path = %q, want %q", c.Path, p)
+	}
+	wd := t.TempDir()
+	_, err = Load(LoadOptions{WorkDir: wd})
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(wd, "bootstrap.toml")) || !strings.Contains(err.Error(), "BOOTSTRAP_CONFIG") {
+		t.Errorf("missing default file: %v", err)
+	}
+}
+
+func TestEnvironmentSelection(t *testing.T) {
+	body := minimal + strings.ReplaceAll(minimal[strings.Index(minimal, "[environments.one]"):], "one", "zeta") +
+		strings.ReplaceAll(minimal[strings.Index(minimal, "[environments.one]"):], "one", "alpha")
+	c, err := load(t, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ profile, positional, want, wantErr string }{
+		{"", "", "one", ""},
+		{"", "zeta", "zeta", ""},
+		{"alpha", "zeta", "alpha", ""},
+		{"", "nope", "", `unknown environment "nope" (from the command-line argument): known environments are one, zeta, alpha`},
+		{"nope", "one", "", `unknown environment "nope" (from KROPS_PROFILE)`},
+	}
+	for _, tc := range cases {
+		env, err := c.SelectEnvironment(tc.profile, tc.positional)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("select(%q, %q) err = %v, want %q", tc.profile, tc.positional, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || env.Name != tc.want {
+			t.Errorf("select(%q, %q) = %v, %v; want %s", tc.profile, tc.positional, env, err, tc.want)
+		}
+	}
+}
+
+func TestRepositoryPathsResolveAgainstTheConfigDirectory(t *testing.T) {
+	p := writeConfig(t, minimal)
+	root := filepath.Dir(p)
+	other := t.TempDir()
+	c, err := Load(LoadOptions{Path: p, WorkDir: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RepoPath("mgmt/one/providers.yaml"); got != filepath.Join(root, "mgmt/one/providers.yaml") {
+		t.Errorf("RepoPath = %q", got)
+	}
+	_, err = c.RepoFile("environments.one.provider-manifests[0]", "mgmt/one/providers.yaml")
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "mgmt/one/providers.yaml")) || !strings.Contains(err.Error(), "environments.one.provider-manifests[0]") {
+		t.Errorf("missing repository file: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "mgmt/one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "mgmt/one/providers.yaml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RepoFile("k", "mgmt/one/providers.yaml"); err != nil {
+		t.Errorf("existing file: %v", err)
+	}
+	// Caller paths stay relative to the caller.
+	k, err := ParseKnobs(KnobOptions{WorkDir: other, Home: "/home/u", Lookup: mapLookup(map[string]string{
+		"AGE_KEY_FILE": "keys/age.agekey", "KUBECONFIG": "a.yaml:/abs/b.yaml", "MGMT_KUBECONFIG": "m.yaml",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.AgeKeyFile != filepath.Join(other, "keys/age.agekey") || k.MgmtKubeconfig != filepath.Join(other, "m.yaml") ||
+		k.Kubeconfig != filepath.Join(other, "a.yaml")+":/abs/b.yaml" {
+		t.Errorf("caller paths: %+v", k)
+	}
+}

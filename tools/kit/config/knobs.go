@@ -1,0 +1,242 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kropsdev/krops/tools/kit/duration"
+)
+
+// Knob describes one setting of the lifecycle's environment interface.
+type Knob struct {
+	// Env is the environment variable, the knob's canonical name.
+	Env string
+	// Flag is the long flag name bound to Env; empty for secrets, which must
+	// never travel in argv where ps and shell history can read them.
+	Flag string
+	// Usage is the help text.
+	Usage string
+	// Default is the effective default as shown in help.
+	Default string
+}
+
+// KnobTable lists every knob, in the order documentation shows them. The
+// cli package builds flags from it and docs/configuration.md documents it
+// (a test keeps the two in step).
+func KnobTable() []Knob {
+	return []Knob{
+		{"KROPS_PROFILE", "profile", "environment to work on; wins over the positional argument", "positional argument, then bootstrap.default-environment"},
+		{"BOOTSTRAP_CONFIG", "config", "path of the configuration file", DefaultFile + " in the working directory"},
+		{"KROPS_KIND_CLUSTER", "kind-cluster", "name of the kind bootstrap cluster (overrides bootstrap.kind-cluster)", "mgmt"},
+		{"BOOTSTRAP_KUBECONTEXT", "kind-context", "kubeconfig context of the kind cluster (overrides bootstrap.kind-context)", "kind-<kind cluster>"},
+		{"KROPS_REGISTRY_NAME", "registry-name", "container name of the local OCI registry (overrides bootstrap.registry-name)", "krops-registry"},
+		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
+		{"REGISTRY_READY_RETRIES", "registry-ready-retries", "extra one-second attempts of the registry readiness probe", "120"},
+		{"LOCAL_RECONCILE_TIMEOUT", "local-reconcile-timeout", "how long local-host waits for Flux to reconcile", "15m"},
+		{"CONTAINER_ENGINE", "container-engine", "container engine: docker or podman", "docker if it answers, else podman"},
+		{"ENGINE_SOCK", "engine-sock", "engine socket mounted into kind nodes", "detected from the engine"},
+		{"KROPS_TOOLBOX", "toolbox", "1 when running inside the toolbox image (kind network, internal kubeconfig)", "0"},
+		{"GIT_REPO_URL", "git-repo-url", "https://github.com/<owner>/<repo> that Flux syncs (sync = github)", "none"},
+		{"GITHUB_TOKEN", "", "GitHub token Flux reads the repository with (environment only: never a flag)", "none"},
+		{"GITHUB_USER", "github-user", "user name sent with GITHUB_TOKEN", "git"},
+		{"AGE_KEY_FILE", "age-key-file", "SOPS age private key file, relative to the working directory", "age.agekey"},
+		{"AGE_PUBLIC_KEY", "age-public-key", "expected age public key; must match AGE_KEY_FILE", "read from AGE_KEY_FILE"},
+		{"OCI_REPOSITORY", "oci-repository", "repository of the configuration artifact (sync = oci)", "krops"},
+		{"OCI_TAG", "oci-tag", "tag of the configuration artifact (sync = oci)", "latest"},
+		{"BOOTSTRAP_PIVOT", "pivot", "1 pivots to the management cluster after bootstrap; anything else stops on kind", "1"},
+		{"PIVOT_SKIP_DELETE", "pivot-skip-delete", "1 keeps the kind cluster after a successful pivot", "0"},
+		{"KUBECONFIG", "kubeconfig", "kubeconfig file of the kind cluster, relative to the working directory", "~/.kube/config"},
+		{"MGMT_KUBECONFIG", "mgmt-kubeconfig", "kubeconfig file written for the management cluster, relative to the working directory", "~/.kube/krops-mgmt.yaml"},
+		{"MGMT_READY_TIMEOUT", "mgmt-ready-timeout", "how long the pivot waits for the management cluster", "environments.<env>.mgmt-ready-timeout"},
+		{"MGMT_POLL_INTERVAL", "mgmt-poll-interval", "interval of status reports while waiting for the management cluster (> 0)", "10s"},
+		{"AWS_ONLY", "aws-only", "1 makes teardown sweep the cloud only, leaving Kubernetes alone", "0"},
+		{"FORCE_KIND_DELETE", "force-kind-delete", "1 deletes kind even when it still manages infrastructure", "0"},
+		{"CLUSTER_DELETE_TIMEOUT", "cluster-delete-timeout", "how long teardown waits for CAPI Clusters to go", "1200s"},
+		{"PROVIDER_DELETE_TIMEOUT", "provider-delete-timeout", "how long teardown waits for CAPI providers to go", "300s"},
+		{"ORPHAN_MIN_AGE_HOURS", "orphan-min-age-hours", "resources younger than this many hours are reported as recent, not orphaned", "6"},
+		{"ORPHAN_REPORT_JSON", "orphan-report-json", "also write the orphan report as JSON to this path", "none"},
+		{"KROPS_RUN_ID", "run-id", "run tag; when set, an existing krops-run ConfigMap is kept", "<env>-<RFC3339 UTC time>"},
+		{"KROPS_RUN_TTL", "run-ttl", "how long the run's resources may live, or none", "24h"},
+		{"KROPS_REVISION", "revision", "run tag: the Git revision deployed", "discovered, else unknown"},
+		{"KROPS_RUN_KIND", "run-kind", "run tag: what started the run (manual, ci, ...)", "manual"},
+	}
+}
+
+// Secret is a value that must not be printed: String and GoString redact it,
+// so it stays out of logs and error text even when formatted by accident.
+type Secret struct{ v string }
+
+// NewSecret wraps v.
+func NewSecret(v string) Secret { return Secret{v: v} }
+
+// Reveal returns the value, for the one place that sends it on.
+func (s Secret) Reveal() string { return s.v }
+
+// IsSet reports whether the secret has a value.
+func (s Secret) IsSet() bool { return s.v != "" }
+
+func (s Secret) String() string {
+	if s.v == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString redacts under %#v too.
+func (s Secret) GoString() string { return s.String() }
+
+// Knobs are the parsed, validated knob values of one run.
+type Knobs struct {
+	Profile               string
+	RegistryPort          uint16
+	RegistryReadyRetries  uint32
+	LocalReconcileTimeout time.Duration
+	ContainerEngine       string
+	EngineSock            string
+	Toolbox               bool
+	GitRepoURL            string
+	GitHubToken           Secret
+	GitHubUser            string
+	AgeKeyFile            string
+	AgePublicKey          string
+	OCIRepository         string
+	OCITag                string
+	Pivot                 bool
+	PivotSkipDelete       bool
+	Kubeconfig            string
+	MgmtKubeconfig        string
+	// MgmtReadyTimeout is zero when unset: the environment's value applies.
+	MgmtReadyTimeout      time.Duration
+	MgmtPollInterval      time.Duration
+	AWSOnly               bool
+	ForceKindDelete       bool
+	ClusterDeleteTimeout  time.Duration
+	ProviderDeleteTimeout time.Duration
+	OrphanMinAgeHours     uint32
+	OrphanReportJSON      string
+	// Run tags stay raw: the runmeta package owns their grammar.
+	RunID, RunTTL, Revision, RunKind string
+}
+
+// KnobOptions are the inputs ParseKnobs needs besides the values.
+type KnobOptions struct {
+	Lookup Lookup
+	// WorkDir resolves caller-supplied relative paths.
+	WorkDir string
+	// Home resolves default paths under the user's home directory.
+	Home string
+}
+
+// ParseKnobs reads every knob and reports all invalid ones at once, each
+// naming the variable, the value and what is accepted. Empty values are unset;
+// boolean gates enable only on a literal 1.
+func ParseKnobs(opts KnobOptions) (*Knobs, error) {
+	get := opts.Lookup.Get
+	str := func(name, def string) string {
+		if v, ok := get(name); ok {
+			return v
+		}
+		return def
+	}
+	gate := func(name string, def bool) bool {
+		if v, ok := get(name); ok {
+			return v == "1"
+		}
+		return def
+	}
+	var errs []error
+	bad := func(name, v, want string) {
+		errs = append(errs, fmt.Errorf("%s=%q is not valid: want %s", name, v, want))
+	}
+	dur := func(name string, def time.Duration, positive bool) time.Duration {
+		v, ok := get(name)
+		if !ok {
+			return def
+		}
+		d, err := duration.Parse(v)
+		if err != nil {
+			bad(name, v, duration.Grammar)
+			return def
+		}
+		if positive && d == 0 {
+			bad(name, v, "a duration greater than zero")
+			return def
+		}
+		return d
+	}
+	uintKnob := func(name string, def uint64, bits int) uint64 {
+		v, ok := get(name)
+		if !ok {
+			return def
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, bits)
+		if err != nil {
+			bad(name, v, fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<bits-1))
+			return def
+		}
+		return n
+	}
+	home := opts.Home
+	k := &Knobs{
+		Profile:               str("KROPS_PROFILE", ""),
+		RegistryReadyRetries:  uint32(uintKnob("REGISTRY_READY_RETRIES", 120, 32)),
+		LocalReconcileTimeout: dur("LOCAL_RECONCILE_TIMEOUT", 15*time.Minute, true),
+		ContainerEngine:       str("CONTAINER_ENGINE", ""),
+		EngineSock:            str("ENGINE_SOCK", ""),
+		Toolbox:               gate("KROPS_TOOLBOX", false),
+		GitRepoURL:            str("GIT_REPO_URL", ""),
+		GitHubToken:           NewSecret(str("GITHUB_TOKEN", "")),
+		GitHubUser:            str("GITHUB_USER", "git"),
+		AgeKeyFile:            CallerPath(opts.WorkDir, str("AGE_KEY_FILE", "age.agekey")),
+		AgePublicKey:          strings.TrimSpace(str("AGE_PUBLIC_KEY", "")),
+		OCIRepository:         str("OCI_REPOSITORY", "krops"),
+		OCITag:                str("OCI_TAG", "latest"),
+		Pivot:                 gate("BOOTSTRAP_PIVOT", true),
+		PivotSkipDelete:       gate("PIVOT_SKIP_DELETE", false),
+		Kubeconfig:            callerPathList(opts.WorkDir, str("KUBECONFIG", "")),
+		MgmtKubeconfig:        CallerPath(opts.WorkDir, str("MGMT_KUBECONFIG", filepath.Join(home, ".kube", "krops-mgmt.yaml"))),
+		MgmtReadyTimeout:      dur("MGMT_READY_TIMEOUT", 0, true),
+		MgmtPollInterval:      dur("MGMT_POLL_INTERVAL", 10*time.Second, true),
+		AWSOnly:               gate("AWS_ONLY", false),
+		ForceKindDelete:       gate("FORCE_KIND_DELETE", false),
+		ClusterDeleteTimeout:  dur("CLUSTER_DELETE_TIMEOUT", 1200*time.Second, true),
+		ProviderDeleteTimeout: dur("PROVIDER_DELETE_TIMEOUT", 300*time.Second, true),
+		OrphanMinAgeHours:     uint32(uintKnob("ORPHAN_MIN_AGE_HOURS", 6, 32)),
+		OrphanReportJSON:      CallerPath(opts.WorkDir, str("ORPHAN_REPORT_JSON", "")),
+		RunID:                 str("KROPS_RUN_ID", ""),
+		RunTTL:                str("KROPS_RUN_TTL", ""),
+		Revision:              str("KROPS_REVISION", ""),
+		RunKind:               str("KROPS_RUN_KIND", ""),
+	}
+	port := uintKnob("REGISTRY_PORT", 5001, 16)
+	if port == 0 {
+		bad("REGISTRY_PORT", "0", "a port from 1 to 65535")
+	}
+	k.RegistryPort = uint16(port)
+	switch k.ContainerEngine {
+	case "", "docker", "podman":
+	default:
+		bad("CONTAINER_ENGINE", k.ContainerEngine, "docker or podman (or unset to detect)")
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return k, nil
+}
+
+// callerPathList resolves each entry of a KUBECONFIG-style list.
+func callerPathList(workDir, list string) string {
+	if list == "" {
+		return ""
+	}
+	parts := filepath.SplitList(list)
+	for i, p := range parts {
+		parts[i] = CallerPath(workDir, p)
+	}
+	return strings.Join(parts, string(os.PathListSeparator))
+}

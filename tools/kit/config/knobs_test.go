@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parseKnobs(t *testing.T, env map[string]string) (*Knobs, error) {
+	t.Helper()
+	return ParseKnobs(KnobOptions{Lookup: mapLookup(env), WorkDir: "/work", Home: "/home/u"})
+}
+
+func TestKnobDefaults(t *testing.T) {
+	k, err := parseKnobs(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Knobs{
+		RegistryPort: 5001, RegistryReadyRetries: 120, LocalReconcileTimeout: 15 * time.Minute,
+		GitHubUser: "git", AgeKeyFile: "/work/age.agekey", OCIRepository: "krops", OCITag: "latest",
+		Pivot: true, MgmtKubeconfig: "/home/u/.kube/krops-mgmt.yaml", MgmtPollInterval: 10 * time.Second,
+		ClusterDeleteTimeout: 1200 * time.Second, ProviderDeleteTimeout: 300 * time.Second, OrphanMinAgeHours: 6,
+	}
+	if fmt.Sprintf("%+v", *k) != fmt.Sprintf("%+v", want) {
+		t.Errorf("defaults\n got %+v\nwant %+v", *k, want)
+	}
+}
+
+func TestKnobValues(t *testing.T) {
+	cases := []struct {
+		env   map[string]string
+		check func(*Knobs) bool
+	}{
+		{map[string]string{"REGISTRY_PORT": "65535"}, func(k *Knobs) bool { return k.RegistryPort == 65535 }},
+		{map[string]string{"REGISTRY_PORT": ""}, func(k *Knobs) bool { return k.RegistryPort == 5001 }},
+		{map[string]string{"REGISTRY_READY_RETRIES": "0"}, func(k *Knobs) bool { return k.RegistryReadyRetries == 0 }},
+		{map[string]string{"MGMT_READY_TIMEOUT": " 40m "}, func(k *Knobs) bool { return k.MgmtReadyTimeout == 40*time.Minute }},
+		{map[string]string{"MGMT_POLL_INTERVAL": "3"}, func(k *Knobs) bool { return k.MgmtPollInterval == 3*time.Second }},
+		{map[string]string{"CLUSTER_DELETE_TIMEOUT": "2h"}, func(k *Knobs) bool { return k.ClusterDeleteTimeout == 2*time.Hour }},
+		{map[string]string{"BOOTSTRAP_PIVOT": "0"}, func(k *Knobs) bool { return !k.Pivot }},
+		{map[string]string{"BOOTSTRAP_PIVOT": "true"}, func(k *Knobs) bool { return !k.Pivot }},
+		{map[string]string{"BOOTSTRAP_PIVOT": ""}, func(k *Knobs) bool { return k.Pivot }},
+		{map[string]string{"BOOTSTRAP_PIVOT": "1"}, func(k *Knobs) bool { return k.Pivot }},
+		{map[string]string{"AWS_ONLY": "1"}, func(k *Knobs) bool { return k.AWSOnly }},
+		{map[string]string{"AWS_ONLY": "yes"}, func(k *Knobs) bool { return !k.AWSOnly }},
+		{map[string]string{"AWS_ONLY": "true"}, func(k *Knobs) bool { return !k.AWSOnly }},
+		{map[string]string{"FORCE_KIND_DELETE": "1"}, func(k *Knobs) bool { return k.ForceKindDelete }},
+		{map[string]string{"PIVOT_SKIP_DELETE": "1"}, func(k *Knobs) bool { return k.PivotSkipDelete }},
+		{map[string]string{"KROPS_TOOLBOX": "1"}, func(k *Knobs) bool { return k.Toolbox }},
+		{map[string]string{"CONTAINER_ENGINE": "podman"}, func(k *Knobs) bool { return k.ContainerEngine == "podman" }},
+		{map[string]string{"ORPHAN_MIN_AGE_HOURS": "0"}, func(k *Knobs) bool { return k.OrphanMinAgeHours == 0 }},
+		{map[string]string{"AGE_PUBLIC_KEY": " age1xyz \n"}, func(k *Knobs) bool { return k.AgePublicKey == "age1xyz" }},
+		{map[string]string{"GITHUB_TOKEN": "ghp_secret"}, func(k *Knobs) bool { return k.GitHubToken.Reveal() == "ghp_secret" }},
+		{map[string]string{"KROPS_PROFILE": "aws"}, func(k *Knobs) bool { return k.Profile == "aws" }},
+	}
+	for _, tc := range cases {
+		k, err := parseKnobs(t, tc.env)
+		if err != nil {
+			t.Errorf("%v: %v", tc.env, err)
+			continue
+		}
+		if !tc.check(k) {
+			t.Errorf("%v: unexpected knobs %+v", tc.env, *k)
+		}
+	}
+}
+
+func TestInvalidKnobsAreNamedWithWhatIsAccepted(t *testing.T) {
+	cases := []struct {
+		name, value, want string
+	}{
+		{"REGISTRY_PORT", "65536", "from 0 to 65535"},
+		{"REGISTRY_PORT", "0", "from 1 to 65535"},
+		{"REGISTRY_PORT", "-1", "REGISTRY_PORT"},
+		{"REGISTRY_PORT", "http", "REGISTRY_PORT"},
+		{"REGISTRY_READY_RETRIES", "4294967296", "REGISTRY_READY_RETRIES"},
+		{"MGMT_READY_TIMEOUT", "m", "whole number"},
+		{"MGMT_READY_TIMEOUT", "40x", "MGMT_READY_TIMEOUT"},
+		{"MGMT_READY_TIMEOUT", "4-0m", "MGMT_READY_TIMEOUT"},
+		{"MGMT_READY_TIMEOUT", "forty", "MGMT_READY_TIMEOUT"},
+		{"MGMT_READY_TIMEOUT", "0", "greater than zero"},
+		{"MGMT_POLL_INTERVAL", "0", "greater than zero"},
+		{"MGMT_POLL_INTERVAL", "-3", "MGMT_POLL_INTERVAL"},
+		{"LOCAL_RECONCILE_TIMEOUT", "1.5h", "LOCAL_RECONCILE_TIMEOUT"},
+		{"CLUSTER_DELETE_TIMEOUT", "20 m", "CLUSTER_DELETE_TIMEOUT"},
+		{"PROVIDER_DELETE_TIMEOUT", "5d", "PROVIDER_DELETE_TIMEOUT"},
+		{"ORPHAN_MIN_AGE_HOURS", "six", "ORPHAN_MIN_AGE_HOURS"},
+		{"ORPHAN_MIN_AGE_HOURS", "-1", "ORPHAN_MIN_AGE_HOURS"},
+		{"CONTAINER_ENGINE", "nerdctl", "docker or podman"},
+	}
+	for _, tc := range cases {
+		_, err := parseKnobs(t, map[string]string{tc.name: tc.value})
+		if err == nil {
+			t.Errorf("%s=%q: want an error", tc.name, tc.value)
+			continue
+		}
+		for _, w := range []string{tc.name, fmt.Sprintf("%q", tc.value), tc.want} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s=%q: error %q lacks %q", tc.name, tc.value, err, w)
+			}
+		}
+	}
+	// All invalid knobs in one error.
+	_, err := parseKnobs(t, map[string]string{"REGISTRY_PORT": "x", "MGMT_POLL_INTERVAL": "0"})
+	if err == nil || !strings.Contains(err.Error(), "REGISTRY_PORT") || !strings.Contains(err.Error(), "MGMT_POLL_INTERVAL") {
+		t.Errorf("want both knobs named: %v", err)
+	}
+}
+
+func TestSecretsNeverFormat(t *testing.T) {
+	k, err := parseKnobs(t, map[string]string{"GITHUB_TOKEN": "ghp_topsecret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprintf("%v", *k), fmt.Sprintf("%+v", *k), fmt.Sprintf("%#v", *k), fmt.Sprint(k.GitHubToken)} {
+		if strings.Contains(s, "ghp_topsecret") {
+			t.Errorf("secret leaked: %s", s)
+		}
+	}
+}
+
+func TestEveryKnobIsMappedFlaggedAndDocumented(t *testing.T) {
+	// The lifecycle's environment interface, as listed in the foundation issue.
+	iface := strings.Fields(`KROPS_KIND_CLUSTER BOOTSTRAP_KUBECONTEXT REGISTRY_PORT KROPS_REGISTRY_NAME
+		REGISTRY_READY_RETRIES LOCAL_RECONCILE_TIMEOUT CONTAINER_ENGINE ENGINE_SOCK KROPS_TOOLBOX GIT_REPO_URL
+		GITHUB_TOKEN GITHUB_USER AGE_KEY_FILE AGE_PUBLIC_KEY OCI_REPOSITORY OCI_TAG BOOTSTRAP_PIVOT
+		PIVOT_SKIP_DELETE MGMT_KUBECONFIG MGMT_READY_TIMEOUT MGMT_POLL_INTERVAL AWS_ONLY FORCE_KIND_DELETE
+		CLUSTER_DELETE_TIMEOUT PROVIDER_DELETE_TIMEOUT ORPHAN_MIN_AGE_HOURS ORPHAN_REPORT_JSON KROPS_RUN_ID
+		KROPS_RUN_TTL KROPS_REVISION KROPS_RUN_KIND KROPS_PROFILE BOOTSTRAP_CONFIG`)
+	table := map[string]Knob{}
+	for _, k := range KnobTable() {
+		if _, dup := table[k.Env]; dup {
+			t.Errorf("%s listed twice", k.Env)
+		}
+		table[k.Env] = k
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatalf("docs/configuration.md documents every knob: %v", err)
+	}
+	for _, name := range iface {
+		k, ok := table[name]
+		if !ok {
+			t.Errorf("%s is not in KnobTable", name)
+			continue
+		}
+		if k.Usage == "" || k.Default == "" {
+			t.Errorf("%s lacks usage or default", name)
+		}
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("%s is not documented in docs/configuration.md", name)
+		}
+	}
+	if table["GITHUB_TOKEN"].Flag != "" {
+		t.Error("GITHUB_TOKEN must not be a flag: secrets never travel in argv")
+	}
+}

@@ -1,0 +1,189 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+// DefaultFile is the configuration file name looked up in the working
+// directory when BOOTSTRAP_CONFIG is unset.
+const DefaultFile = "bootstrap.toml"
+
+// Config is a loaded, validated configuration.
+type Config struct {
+	File
+	// Path is the absolute path of the file that was loaded.
+	Path string
+	// Root is the directory of Path: every repository-owned relative path in
+	// the file is relative to it, wherever the tool was started.
+	Root string
+	// EnvironmentOrder lists environment names in the order the file declares
+	// them, for messages and for deterministic iteration.
+	EnvironmentOrder []string
+}
+
+// LoadOptions say where configuration comes from.
+type LoadOptions struct {
+	// Path is the file to load; empty means BOOTSTRAP_CONFIG from Lookup, then
+	// DefaultFile, resolved against WorkDir.
+	Path string
+	// WorkDir is the caller's working directory; empty means os.Getwd.
+	WorkDir string
+	// Lookup returns knob values with flags already layered over the
+	// environment (see the cli package). Nil means no overrides.
+	Lookup Lookup
+}
+
+// Lookup returns the value of a knob by its environment-variable name.
+// Empty values count as unset, everywhere.
+type Lookup func(name string) (string, bool)
+
+// Get returns the knob's non-empty value.
+func (l Lookup) Get(name string) (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	v, ok := l(name)
+	if !ok || v == "" {
+		return "", false
+	}
+	return v, true
+}
+
+// EnvLookup reads knobs from an environment list such as os.Environ().
+func EnvLookup(environ []string) Lookup {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				m[kv[:i]] = kv[i+1:]
+				break
+			}
+		}
+	}
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// overrideKeys maps knobs that override file keys to those keys.
+var overrideKeys = []struct{ env, key string }{
+	{"KROPS_KIND_CLUSTER", "bootstrap.kind-cluster"},
+	{"BOOTSTRAP_KUBECONTEXT", "bootstrap.kind-context"},
+	{"KROPS_REGISTRY_NAME", "bootstrap.registry-name"},
+}
+
+func defaults() map[string]any {
+	return map[string]any{
+		"bootstrap.git-branch":        "main",
+		"bootstrap.kind-cluster":      "mgmt",
+		"bootstrap.registry-name":     "krops-registry",
+		"bootstrap.flux-namespace":    "flux-system",
+		"bootstrap.github-pat-secret": "flux-github-pat",
+		"bootstrap.sops-age-secret":   "sops-age",
+		"bootstrap.mgmt-namespace":    "default",
+		"bootstrap.mgmt-context":      "krops-mgmt",
+	}
+}
+
+// Load reads, layers and validates the configuration. Every problem found is
+// reported at once, each naming the file and the key.
+func Load(opts LoadOptions) (*Config, error) {
+	wd := opts.WorkDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("finding the working directory: %w", err)
+		}
+	}
+	path := opts.Path
+	if path == "" {
+		path, _ = opts.Lookup.Get("BOOTSTRAP_CONFIG")
+	}
+	if path == "" {
+		path = DefaultFile
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(wd, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("configuration file %s does not exist: run from the repository root or set BOOTSTRAP_CONFIG", path)
+		}
+		return nil, fmt.Errorf("reading configuration file %s: %w", path, err)
+	}
+	return parse(path, data, opts.Lookup)
+}
+
+func parse(path string, data []byte, lookup Lookup) (*Config, error) {
+	fileK := koanf.New(".")
+	if err := fileK.Load(rawbytes.Provider(data), toml.Parser()); err != nil {
+		return nil, fmt.Errorf("%s: not valid TOML: %w", path, err)
+	}
+	// Unknown keys are checked on the file alone, so the messages name what
+	// the user wrote and not what defaults filled in.
+	if errs := checkKeys(path, "", fileK.Raw(), fileType); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(defaults(), "."), nil); err != nil {
+		return nil, fmt.Errorf("loading built-in defaults: %w", err)
+	}
+	if err := k.Merge(fileK); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	over := map[string]any{}
+	for _, o := range overrideKeys {
+		if v, ok := lookup.Get(o.env); ok {
+			over[o.key] = v
+		}
+	}
+	if err := k.Load(confmap.Provider(over, "."), nil); err != nil {
+		return nil, fmt.Errorf("applying environment overrides: %w", err)
+	}
+
+	var f File
+	err := k.UnmarshalWithConf("", &f, koanf.UnmarshalConf{
+		Tag: "koanf",
+		DecoderConfig: &mapstructure.DecoderConfig{
+			TagName:          "koanf",
+			Result:           &f,
+			WeaklyTypedInput: false,
+			ErrorUnused:      true,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// A renamed kind cluster carries its context name along unless the context
+	// is given explicitly, the way kind itself names contexts.
+	_, clusterOverridden := over["bootstrap.kind-cluster"]
+	_, contextOverridden := over["bootstrap.kind-context"]
+	if !contextOverridden && (clusterOverridden || f.Bootstrap.KindContext == "") {
+		f.Bootstrap.KindContext = "kind-" + f.Bootstrap.KindCluster
+	}
+	order, err := environmentOrder(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for name, env := range f.Environments {
+		env.Name = name
+		f.Environments[name] = env
+	}
+	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order}
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}

@@ -1,0 +1,113 @@
+// Package config loads and validates bootstrap.toml, the repository-owned
+// lifecycle configuration, and the environment-variable knobs every krops tool
+// shares.
+package config
+
+import "time"
+
+// File is bootstrap.toml as written. Field tags are the file's kebab-case keys;
+// the same tags drive the unknown-key check, so a key added here is accepted
+// everywhere at once.
+type File struct {
+	Bootstrap    Bootstrap              `koanf:"bootstrap"`
+	Charts       Charts                 `koanf:"charts"`
+	Teardown     Teardown               `koanf:"teardown"`
+	Providers    map[string]Provider    `koanf:"providers"`
+	Environments map[string]Environment `koanf:"environments"`
+}
+
+// Bootstrap holds names shared by every environment.
+type Bootstrap struct {
+	DefaultEnvironment string `koanf:"default-environment"`
+	GitBranch          string `koanf:"git-branch"`
+	KindCluster        string `koanf:"kind-cluster"`
+	// KindContext is empty when the file leaves it to be derived (kind-<cluster>).
+	KindContext     string `koanf:"kind-context"`
+	RegistryName    string `koanf:"registry-name"`
+	FluxNamespace   string `koanf:"flux-namespace"`
+	GitHubPATSecret string `koanf:"github-pat-secret"`
+	SOPSAgeSecret   string `koanf:"sops-age-secret"`
+	MgmtNamespace   string `koanf:"mgmt-namespace"`
+	MgmtContext     string `koanf:"mgmt-context"`
+}
+
+// Charts pins the Helm charts the imperative tools install before Flux takes
+// over; the declarative trees must pin the same versions (task validate checks).
+type Charts struct {
+	FluxOperator string `koanf:"flux-operator"`
+	CertManager  string `koanf:"cert-manager"`
+	CAPIOperator string `koanf:"capi-operator"`
+}
+
+// Teardown holds cloud names that are not per environment.
+type Teardown struct {
+	CFNStackName   string   `koanf:"cfn-stack-name"`
+	GlobalIAMRoles []string `koanf:"global-iam-roles"`
+	GlobalIAMUsers []string `koanf:"global-iam-users"`
+	// S3BucketPattern must contain {account_id} and {cluster_name}.
+	S3BucketPattern string `koanf:"s3-bucket-pattern"`
+}
+
+// Provider optionally pins where a provider plugin lives and what it hashes to.
+type Provider struct {
+	Path   string `koanf:"path"`
+	SHA256 string `koanf:"sha256"`
+}
+
+// Environment is one [environments.<name>] table.
+type Environment struct {
+	// Name is the table's key; it is not a key inside the table.
+	Name string `koanf:"-"`
+
+	Provider               string            `koanf:"provider"`
+	Sync                   string            `koanf:"sync"`
+	SyncPath               string            `koanf:"sync-path"`
+	MgmtCluster            string            `koanf:"mgmt-cluster"`
+	MgmtReadyTimeoutText   string            `koanf:"mgmt-ready-timeout"`
+	InfraProviderNamespace string            `koanf:"infra-provider-namespace"`
+	InfraProviderName      string            `koanf:"infra-provider-name"`
+	ProviderManifests      []string          `koanf:"provider-manifests"`
+	MoveFallbacks          []MoveFallback    `koanf:"move-fallbacks"`
+	PivotManifests         []string          `koanf:"pivot-manifests"`
+	PivotManifestVars      map[string]string `koanf:"pivot-manifest-vars"`
+	PivotSOPSSecrets       []string          `koanf:"pivot-sops-secrets"`
+	PostKindCreateTask     string            `koanf:"post-kind-create-task"`
+	Teardown               EnvTeardown       `koanf:"teardown"`
+
+	// MgmtReadyTimeout is MgmtReadyTimeoutText parsed during validation.
+	MgmtReadyTimeout time.Duration `koanf:"-"`
+}
+
+// MoveFallback names an object clusterctl move is known to skip and the
+// manifest that recreates it on the target.
+type MoveFallback struct {
+	Resource string `koanf:"resource"`
+	Name     string `koanf:"name"`
+	Manifest string `koanf:"manifest"`
+}
+
+// EnvTeardown says what teardown removes for one environment.
+type EnvTeardown struct {
+	AWSWorkloads        []AWSWorkload `koanf:"aws-workloads"`
+	CAPIWorkloads       []string      `koanf:"capi-workloads"`
+	MgmtContainerPrefix string        `koanf:"mgmt-container-prefix"`
+	MgmtEKSClusterName  string        `koanf:"mgmt-eks-cluster-name"`
+	MgmtIAMRolePrefix   string        `koanf:"mgmt-iam-role-prefix"`
+	HardwareRelease     bool          `koanf:"hardware-release"`
+	Manual              string        `koanf:"manual"`
+}
+
+// AWSWorkload is one workload cluster the aws sweep targets; file order is
+// sweep order.
+type AWSWorkload struct {
+	Region         string `koanf:"region"`
+	ClusterName    string `koanf:"cluster-name"`
+	EKSClusterName string `koanf:"eks-cluster-name"`
+	RDSInstance    string `koanf:"rds-instance"`
+}
+
+// Sync sources an environment may use.
+const (
+	SyncGitHub = "github"
+	SyncOCI    = "oci"
+)

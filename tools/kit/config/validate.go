@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/kropsdev/krops/tools/kit/duration"
+)
+
+var (
+	providerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	upperSnake   = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	sha256Hex    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	chartVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$`)
+)
+
+const sopsSuffix = ".sops.yaml"
+
+func (c *Config) problem(key, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %s", c.Path, key, fmt.Sprintf(format, args...))
+}
+
+func (c *Config) validate() []error {
+	var errs []error
+	req := func(key, v string) {
+		if strings.TrimSpace(v) == "" {
+			errs = append(errs, c.problem(key, "is required and must not be empty"))
+		}
+	}
+	b := c.Bootstrap
+	req("bootstrap.git-branch", b.GitBranch)
+	req("bootstrap.kind-cluster", b.KindCluster)
+	req("bootstrap.registry-name", b.RegistryName)
+	req("bootstrap.flux-namespace", b.FluxNamespace)
+	req("bootstrap.github-pat-secret", b.GitHubPATSecret)
+	req("bootstrap.sops-age-secret", b.SOPSAgeSecret)
+	req("bootstrap.mgmt-namespace", b.MgmtNamespace)
+	req("bootstrap.mgmt-context", b.MgmtContext)
+
+	for _, ch := range []struct{ key, v string }{
+		{"charts.flux-operator", c.Charts.FluxOperator},
+		{"charts.cert-manager", c.Charts.CertManager},
+		{"charts.capi-operator", c.Charts.CAPIOperator},
+	} {
+		if !chartVersion.MatchString(ch.v) {
+			errs = append(errs, c.problem(ch.key, "%q is not a chart version (want X.Y.Z, for example 1.21.2)", ch.v))
+		}
+	}
+
+	if p := c.Teardown.S3BucketPattern; p != "" {
+		for _, ph := range []string{"{account_id}", "{cluster_name}"} {
+			if !strings.Contains(p, ph) {
+				errs = append(errs, c.problem("teardown.s3-bucket-pattern", "%q lacks the placeholder %s (both {account_id} and {cluster_name} are required, so buckets of other accounts and clusters never match)", p, ph))
+			}
+		}
+	}
+
+	for _, name := range sortedKeys(c.Providers) {
+		p := c.Providers[name]
+		key := "providers." + name
+		if !providerName.MatchString(name) {
+			errs = append(errs, c.problem(key, "provider name %q must be lower-case letters, digits and dashes", name))
+		}
+		if p.SHA256 != "" && !sha256Hex.MatchString(p.SHA256) {
+			errs = append(errs, c.problem(key+".sha256", "%q is not a SHA256 digest (want 64 lower-case hex characters, as printed by sha256sum)", p.SHA256))
+		}
+	}
+
+	if len(c.Environments) == 0 {
+		errs = append(errs, c.problem("environments", "no environments are defined: add at least one [environments.<name>] table"))
+		return errs
+	}
+	if b.DefaultEnvironment == "" {
+		errs = append(errs, c.problem("bootstrap.default-environment", "is required (one of: %s)", c.knownEnvironments()))
+	} else if _, ok := c.Environments[b.DefaultEnvironment]; !ok {
+		errs = append(errs, c.problem("bootstrap.default-environment", "%q is not a defined environment (one of: %s)", b.DefaultEnvironment, c.knownEnvironments()))
+	}
+	for _, name := range c.EnvironmentOrder {
+		env := c.Environments[name]
+		errs = append(errs, c.validateEnvironment(&env)...)
+		c.Environments[name] = env
+	}
+	return errs
+}
+
+func (c *Config) validateEnvironment(env *Environment) []error {
+	var errs []error
+	key := func(k string) string { return "environments." + env.Name + "." + k }
+	req := func(k, v string) {
+		if strings.TrimSpace(v) == "" {
+			errs = append(errs, c.problem(key(k), "is required and must not be empty"))
+		}
+	}
+	if !providerName.MatchString(env.Name) {
+		errs = append(errs, c.problem("environments."+env.Name, "environment name must be lower-case letters, digits and dashes"))
+	}
+	if env.Provider == "" {
+		errs = append(errs, c.problem(key("provider"), "is required: name the provider plugin (krops-provider-<name>) that serves this environment"))
+	} else if !providerName.MatchString(env.Provider) {
+		errs = append(errs, c.problem(key("provider"), "%q must be lower-case letters, digits and dashes", env.Provider))
+	}
+	switch env.Sync {
+	case SyncGitHub, SyncOCI:
+	default:
+		errs = append(errs, c.problem(key("sync"), "%q is not allowed (allowed: %s, %s)", env.Sync, SyncGitHub, SyncOCI))
+	}
+	req("sync-path", env.SyncPath)
+	req("mgmt-cluster", env.MgmtCluster)
+	req("infra-provider-namespace", env.InfraProviderNamespace)
+	req("infra-provider-name", env.InfraProviderName)
+	if env.MgmtReadyTimeoutText == "" {
+		errs = append(errs, c.problem(key("mgmt-ready-timeout"), "is required: %s", duration.Grammar))
+	} else if d, err := duration.Parse(env.MgmtReadyTimeoutText); err != nil {
+		errs = append(errs, c.problem(key("mgmt-ready-timeout"), "%v", err))
+	} else if d == 0 {
+		errs = append(errs, c.problem(key("mgmt-ready-timeout"), "must be greater than zero"))
+	} else {
+		env.MgmtReadyTimeout = d
+	}
+	if len(env.ProviderManifests) == 0 {
+		errs = append(errs, c.problem(key("provider-manifests"), "is required: list the CAPI provider manifests the pivot applies on the management cluster"))
+	}
+	for i, p := range env.PivotManifests {
+		if strings.HasSuffix(p, sopsSuffix) {
+			errs = append(errs, c.problem(fmt.Sprintf("%s[%d]", key("pivot-manifests"), i), "%q is SOPS-encrypted: list it under pivot-sops-secrets, which decrypts before applying", p))
+		}
+	}
+	for i, p := range env.PivotSOPSSecrets {
+		if !strings.HasSuffix(p, sopsSuffix) {
+			errs = append(errs, c.problem(fmt.Sprintf("%s[%d]", key("pivot-sops-secrets"), i), "%q is not a *%s file: plain manifests belong in pivot-manifests", p, sopsSuffix))
+		}
+	}
+	for _, v := range sortedKeys(env.PivotManifestVars) {
+		if !upperSnake.MatchString(v) {
+			errs = append(errs, c.problem(key("pivot-manifest-vars."+v), "variable names must be UPPER_SNAKE_CASE"))
+		}
+	}
+	for i, fb := range env.MoveFallbacks {
+		k := fmt.Sprintf("move-fallbacks[%d]", i)
+		req(k+".resource", fb.Resource)
+		req(k+".name", fb.Name)
+		req(k+".manifest", fb.Manifest)
+	}
+	for i, w := range env.Teardown.AWSWorkloads {
+		k := fmt.Sprintf("teardown.aws-workloads[%d]", i)
+		req(k+".region", w.Region)
+		req(k+".cluster-name", w.ClusterName)
+		req(k+".eks-cluster-name", w.EKSClusterName)
+		req(k+".rds-instance", w.RDSInstance)
+	}
+	return errs
+}
+
+func (c *Config) knownEnvironments() string {
+	return strings.Join(c.EnvironmentOrder, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

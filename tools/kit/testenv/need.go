@@ -1,0 +1,42 @@
+// Package testenv gives tests real components: kube-apiserver + etcd with real
+// CRDs, moto for AWS, an OCI registry, a fault-injecting proxy, and the
+// external programs of the chain. Where a component cannot run here, the
+// stand-ins are named as such.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// InCI reports whether the tests run in CI (CI=true), where a missing test
+// dependency is a failure, never a skip.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Missing stops a test whose dependency is absent: it fails under CI and
+// skips locally with how to get the dependency.
+func Missing(t testing.TB, what, how string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("%s is missing and CI=true: %s", what, how)
+	}
+	t.Skipf("%s is missing (%s); skipping. Under CI=true this fails.", what, how)
+}
+
+// Program finds an external program: the path in envVar when set, else name
+// on PATH. It calls Missing when neither exists.
+func Program(t testing.TB, envVar, name, how string) string {
+	t.Helper()
+	if p := os.Getenv(envVar); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s=%s: %v", envVar, p, err)
+		}
+		return p
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, name, how)
+	}
+	return p
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every module's tests and prints how long each phase took.
+# `-short` runs the unit tests only. Everything the integration tests need is
+# built or installed here; under CI=true a missing dependency fails the run.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+short=""
+[[ "${1:-}" == "-short" ]] && short="-short"
+
+declare -a phases=()
+phase() { # phase <name> <command...>
+	local name="$1" start=$SECONDS
+	shift
+	echo "==> $name" >&2
+	"$@"
+	phases+=("$(printf '%-40s %5ds' "$name" $((SECONDS - start)))")
+}
+report() {
+	echo "--- phase timings ---" >&2
+	for p in "${phases[@]}"; do echo "$p" >&2; done
+}
+trap report EXIT
+
+if [[ -z "$short" ]]; then
+	assets=""
+	testbin() { assets="$(tools/testbin/install.sh | tail -1)"; }
+	phase "kube-apiserver + etcd (tools/testbin)" testbin
+	export KUBEBUILDER_ASSETS="$assets"
+	# task: the test runs the same pinned binary the README uses.
+	task_cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-v3.54.0"
+	[[ -x "$task_cache/task" ]] && export KROPS_TASK_BIN="${KROPS_TASK_BIN:-$task_cache/task}"
+fi
+
+for mod in $(tools/scripts/modules.sh); do
+	phase "go test $mod ${short}" bash -c "cd '$mod' && go test -count=1 $short -timeout 30m ./..."
+done

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the pinned go-task, installing it first when needed, so a fresh machine
+# with only Go can run `tools/task.sh test` (the README's test command).
+set -euo pipefail
+TASK_VERSION=v3.54.0 # keep equal to mise.toml [tools] task
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-$TASK_VERSION"
+if [[ ! -x "$cache/task" ]]; then
+	echo "installing task $TASK_VERSION into $cache" >&2
+	GOWORK=off GOBIN="$cache" go install "github.com/go-task/task/v3/cmd/task@$TASK_VERSION"
+fi
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$cache:$PATH"
+exec task "$@"
