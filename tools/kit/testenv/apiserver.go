@@ -1,0 +1,112 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// quietControllerRuntime silences controller-runtime's process-wide logger,
+// which otherwise prints a stack trace complaining that it was never set.
+var quietControllerRuntime sync.Once
+
+// HowToGetAPIServer is the hint shown when KUBEBUILDER_ASSETS is unset.
+const HowToGetAPIServer = "run `tools/task.sh testbin` and set KUBEBUILDER_ASSETS to the directory it prints, or run the tests through `tools/task.sh test`"
+
+// Cluster is one running kube-apiserver + etcd.
+type Cluster struct {
+	// Config authenticates as cluster admin.
+	Config *rest.Config
+	// Kubeconfig is a file holding Config under context Context.
+	Kubeconfig string
+	Context    string
+	// Client is a controller-runtime client on Config.
+	Client client.Client
+	env    *envtest.Environment
+}
+
+// ClusterOptions configure APIServer.
+type ClusterOptions struct {
+	// CRDs to install before the server is handed out.
+	CRDs []CRDSet
+	// Name is the kubeconfig context name; default "envtest".
+	Name string
+}
+
+// APIServer starts a real kube-apiserver and etcd for t and stops them in
+// t.Cleanup. Several may run at once. The processes die with the test binary
+// even when it is killed (see shim.go).
+func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
+	}
+	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
+	shims, err := shimDir(assets, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crdPaths []string
+	for _, set := range opts.CRDs {
+		crdPaths = append(crdPaths, CRDPaths(t, set)...)
+	}
+	// Explicit paths: envtest would otherwise prefer KUBEBUILDER_ASSETS over
+	// any directory given here and start the real binaries unsupervised.
+	env := &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			APIServer: &envtest.APIServer{Path: filepath.Join(shims, "kube-apiserver")},
+			Etcd:      &envtest.Etcd{Path: filepath.Join(shims, "etcd")},
+		},
+		CRDInstallOptions: envtest.CRDInstallOptions{
+			Paths:              crdPaths,
+			ErrorIfPathMissing: true,
+		},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping kube-apiserver and etcd: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatalf("client for envtest: %v", err)
+	}
+	name := opts.Name
+	if name == "" {
+		name = "envtest"
+	}
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := WriteKubeconfig(cfg, name, path); err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{Config: cfg, Kubeconfig: path, Context: name, Client: c, env: env}
+}
+
+// WriteKubeconfig writes cfg as a kubeconfig file (mode 0600: it holds a
+// client key) with one context named name.
+func WriteKubeconfig(cfg *rest.Config, name, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
+}
