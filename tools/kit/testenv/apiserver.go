@@ -48,6 +48,7 @@ type ClusterOptions struct {
 // even when it is killed (see shim.go).
 func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
+	Integration(t)
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)

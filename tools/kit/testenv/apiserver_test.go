@@ -120,6 +120,7 @@ func TestEveryPinnedCRDSetInstalls(t *testing.T) {
 }
 
 func TestTwoAPIServersAtOnce(t *testing.T) {
+	Integration(t) // APIServer must not skip from the goroutines below
 	var wg sync.WaitGroup
 	clusters := make([]*Cluster, 2)
 	for i := range clusters {
@@ -151,6 +152,7 @@ func TestTwoAPIServersAtOnce(t *testing.T) {
 // holds an API server, SIGKILLs the child (as `go test -timeout` would end
 // it, with no cleanup), and checks kube-apiserver and etcd go too.
 func TestAPIServerProcessesDieWithTheTestBinary(t *testing.T) {
+	Integration(t)
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
 	}

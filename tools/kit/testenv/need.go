@@ -24,10 +24,21 @@ func Missing(t testing.TB, what, how string) {
 	t.Skipf("%s is missing (%s); skipping. Under CI=true this fails.", what, how)
 }
 
+// Integration skips t under `go test -short` (task test:unit): it needs a
+// real component and the unit run is meant to be fast. Full runs (task test,
+// CI) never pass -short.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: runs in `task test`, not in `task test:unit`")
+	}
+}
+
 // Program finds an external program: the path in envVar when set, else name
 // on PATH. It calls Missing when neither exists.
 func Program(t testing.TB, envVar, name, how string) string {
 	t.Helper()
+	Integration(t)
 	if p := os.Getenv(envVar); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s=%s: %v", envVar, p, err)

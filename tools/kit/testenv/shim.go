@@ -29,7 +29,16 @@ const shimTargetFile = "krops-testenv-target"
 
 var shimmed = []string{"kube-apiserver", "etcd"}
 
+// superviseEnv, when set, makes the test binary supervise the program it
+// names with the remaining arguments (used for moto_server, which testenv
+// starts itself).
+const superviseEnv = "KROPS_TESTENV_SUPERVISE"
+
 func init() {
+	if real := os.Getenv(superviseEnv); real != "" {
+		os.Unsetenv(superviseEnv)
+		os.Exit(superviseShim(real, os.Args[1:]))
+	}
 	name := filepath.Base(os.Args[0])
 	if name != "kube-apiserver" && name != "etcd" {
 		return
@@ -74,6 +83,18 @@ func superviseShim(real string, args []string) int {
 			}
 		}
 	}
+}
+
+// supervisedCommand returns a command that runs program under a supervising
+// copy of the test binary, so program dies with the test binary.
+func supervisedCommand(program string, args ...string) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locating the test binary: %w", err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), superviseEnv+"="+program)
+	return cmd, nil
 }
 
 // shimDir creates a directory of shims for the real binaries in assets.
