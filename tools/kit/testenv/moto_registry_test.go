@@ -17,6 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +92,44 @@ func TestRegistryAcceptsAPushAndServesItBack(t *testing.T) {
 	want, _ := img.Digest()
 	if d, _ := got.Digest(); d != want {
 		t.Errorf("pulled digest %s, pushed %s", d, want)
+	}
+}
+
+// Helm charts and Flux artifacts are OCI artifacts with their own config and
+// layer media types; the registry must store and serve them unchanged.
+func TestRegistryServesHelmAndFluxArtifactMediaTypes(t *testing.T) {
+	reg := Registry(t)
+	for _, a := range []struct{ repo, config, layer string }{
+		{"charts/podinfo:6.15.0", "application/vnd.cncf.helm.config.v1+json", "application/vnd.cncf.helm.chart.content.v1.tar+gzip"},
+		{"krops:latest", "application/vnd.cncf.flux.config.v1+json", "application/vnd.cncf.flux.content.v1.tar+gzip"},
+	} {
+		layer, err := random.Layer(512, types.MediaType(a.layer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = mutate.ConfigMediaType(img, types.MediaType(a.config))
+		ref, err := name.ParseReference(reg.Host+"/"+a.repo, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatalf("push %s: %v", a.repo, err)
+		}
+		got, err := remote.Image(ref)
+		if err != nil {
+			t.Fatalf("pull %s: %v", a.repo, err)
+		}
+		m, err := got.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Config.MediaType) != a.config || len(m.Layers) != 1 || string(m.Layers[0].MediaType) != a.layer {
+			t.Errorf("%s came back as config %s layers %+v", a.repo, m.Config.MediaType, m.Layers)
+		}
 	}
 }
 
