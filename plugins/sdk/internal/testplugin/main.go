@@ -1,0 +1,86 @@
+// Command testplugin is a provider plugin for the SDK's own tests. Its
+// behaviour is chosen by TESTPLUGIN_MODE in its base environment:
+//
+//	v1v2     offers protocol versions 1 and 2
+//	v2only   offers only version 2
+//	stdout   writes to stdout before the handshake
+//	(empty)  a provider that streams Discover until cancelled, reports the
+//	         environment it sees from Preflight, and logs at each level
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+)
+
+type provider struct {
+	sdk.Unimplemented
+	log hclog.Logger
+}
+
+func (p *provider) Describe(context.Context) (sdk.Description, error) {
+	return sdk.Description{
+		Name: "testplugin", Version: "0.0.1",
+		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapDiscover},
+		Env:          []string{"TESTPLUGIN_DECLARED"},
+	}, nil
+}
+
+func (p *provider) Configure(context.Context, sdk.Config) error {
+	p.log.Warn("configured", "level", "warn")
+	p.log.Debug("configured in detail")
+	return nil
+}
+
+// Preflight reports every variable of the plugin's environment as a check
+// name, so tests can see exactly what reached it.
+func (p *provider) Preflight(context.Context) ([]sdk.Check, error) {
+	var names []string
+	for _, kv := range os.Environ() {
+		names = append(names, kv[:strings.Index(kv, "=")])
+	}
+	sort.Strings(names)
+	var out []sdk.Check
+	for _, n := range names {
+		out = append(out, sdk.Check{Name: n, OK: true, Message: os.Getenv(n)})
+	}
+	return out, nil
+}
+
+// Discover streams numbered resources every 10 ms until cancelled.
+func (p *provider) Discover(ctx context.Context, emit func(sdk.DiscoverEvent) error) error {
+	for i := 0; ; i++ {
+		r := sdk.Resource{Kind: "thing", ID: fmt.Sprintf("thing-%d", i)}
+		if err := emit(sdk.DiscoverEvent{Resource: &r}); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func main() {
+	p := &provider{log: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Trace})}
+	switch os.Getenv("TESTPLUGIN_MODE") {
+	case "v1v2":
+		sdk.Serve(p, sdk.ServeOptions{Versions: []int{1, 2}})
+	case "v2only":
+		sdk.Serve(p, sdk.ServeOptions{Versions: []int{2}})
+	case "stdout":
+		fmt.Println("hello from a plugin that prints")
+		sdk.Serve(p, sdk.ServeOptions{})
+	default:
+		sdk.Serve(p, sdk.ServeOptions{})
+	}
+}

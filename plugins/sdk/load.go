@@ -1,0 +1,338 @@
+package sdk
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	pb "github.com/kropsdev/krops/plugins/sdk/proto/providerv1"
+)
+
+// ExecutablePrefix starts every provider plugin's file name.
+const ExecutablePrefix = "krops-provider-"
+
+// ReattachEnv holds {"<name>": <reattach config>} for plugins started by a
+// developer (see DebugEnv); the host attaches instead of starting them.
+const ReattachEnv = "KROPS_REATTACH_PROVIDERS"
+
+// LoadOptions say where to find a plugin and how to run it.
+type LoadOptions struct {
+	// Path is an explicit executable ([providers.<name>].path); it skips
+	// discovery.
+	Path string
+	// SHA256 pins the executable's digest ([providers.<name>].sha256).
+	SHA256 string
+	// PluginDir is --plugin-dir / KROPS_PLUGIN_DIR, searched first.
+	PluginDir string
+	// RepoRoot's bin/ is searched second.
+	RepoRoot string
+	// DataHome is $XDG_DATA_HOME (default ~/.local/share); its
+	// krops/plugins is searched third.
+	DataHome string
+	// SearchPath is the PATH searched last; empty means $PATH.
+	SearchPath string
+	// Versions are the protocol versions the host speaks; default {1}.
+	Versions []int
+	// Stderr receives the plugin's logs, re-levelled; default os.Stderr.
+	Stderr io.Writer
+	// Level is the lowest plugin log level shown; default info.
+	Level hclog.Level
+	// StartTimeout bounds the handshake; default 10 s.
+	StartTimeout time.Duration
+	// BaseEnv is the plugin process's whole environment (the plugin gets its
+	// declared variables through Configure, not here); default PATH, HOME,
+	// TMPDIR and the XDG and locale variables of the host.
+	BaseEnv []string
+	// Reattach is the value of KROPS_REATTACH_PROVIDERS; empty means none.
+	Reattach string
+	// Stdout receives anything the plugin prints to stdout after its
+	// handshake (a protocol violation); default discarded.
+	Stdout io.Writer
+}
+
+// StartError is a plugin that could not be started or handshaken.
+type StartError struct {
+	Plugin, Path string
+	Err          error
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("starting provider plugin %s (%s): %v", e.Plugin, e.Path, e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Load finds, verifies, starts and describes the provider plugin name. The
+// caller must Close the client; a host main also defers
+// plugin.CleanupClients via sdk.CleanupClients.
+func Load(ctx context.Context, name string, o LoadOptions) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Level == hclog.NoLevel {
+		o.Level = hclog.Info
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "provider." + name, Output: o.Stderr, Level: o.Level})
+	versions := o.Versions
+	if len(versions) == 0 {
+		versions = []int{ProtocolVersion}
+	}
+	sets := map[int]plugin.PluginSet{}
+	for _, v := range versions {
+		sets[v] = plugin.PluginSet{pluginName: &grpcPlugin{version: v}}
+	}
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  handshake(),
+		VersionedPlugins: sets,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Managed:          true,
+		Logger:           logger,
+		StartTimeout:     o.StartTimeout,
+		SyncStdout:       o.Stdout,
+		SyncStderr:       o.Stderr,
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	path := "(reattached)"
+	if rc, ok, err := reattachFor(name, o.Reattach); err != nil {
+		return nil, err
+	} else if ok {
+		cfg.Reattach = rc
+	} else {
+		var err error
+		if path, err = Find(name, o); err != nil {
+			return nil, err
+		}
+		sum, err := verify(name, path, o.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(path)
+		cmd.Env = o.BaseEnv
+		if cmd.Env == nil {
+			cmd.Env = baseEnv()
+		}
+		cfg.Cmd = cmd
+		cfg.SkipHostEnv = true
+		if o.SHA256 != "" {
+			// Verified above with a clear message; go-plugin checks again
+			// right before exec.
+			cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		}
+	}
+	pc := plugin.NewClient(cfg)
+	rpcClient, err := pc.Client()
+	if err != nil {
+		pc.Kill()
+		return nil, &StartError{Plugin: name, Path: path, Err: explainStart(err, versions)}
+	}
+	raw, err := rpcClient.Dispense(pluginName)
+	if err != nil {
+		pc.Kill()
+		return nil, &StartError{Plugin: name, Path: path, Err: err}
+	}
+	c, err := newClient(name, path, raw.(pb.ProviderClient), pc.Kill)
+	if err != nil {
+		pc.Kill()
+		return nil, err
+	}
+	c.desc.ProtocolVersion = pc.NegotiatedVersion()
+	if rc := pc.ReattachConfig(); rc != nil {
+		c.pid = rc.Pid
+	}
+	return c, nil
+}
+
+// CleanupClients kills every plugin this process started. Every host main
+// defers it, so no exit path leaves a plugin behind.
+func CleanupClients() { plugin.CleanupClients() }
+
+func explainStart(err error, versions []int) error {
+	msg := err.Error()
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(msg, "Unrecognized remote plugin message"):
+		return fmt.Errorf("it wrote to stdout before its handshake (plugins must log to stderr only): %w", err)
+	case strings.Contains(lower, "incompatible api version"):
+		return fmt.Errorf("no common protocol version (this host speaks %v): %w", versions, err)
+	case strings.Contains(msg, "timeout"):
+		return fmt.Errorf("no handshake within the start timeout; is it a krops provider plugin? %w", err)
+	}
+	return err
+}
+
+// Find locates krops-provider-<name>: the explicit path, then PluginDir,
+// RepoRoot/bin, DataHome/krops/plugins, then the search path.
+func Find(name string, o LoadOptions) (string, error) {
+	if o.Path != "" {
+		p := o.Path
+		if !filepath.IsAbs(p) && o.RepoRoot != "" {
+			p = filepath.Join(o.RepoRoot, p)
+		}
+		return p, checkFile(name, p)
+	}
+	file := ExecutablePrefix + name
+	var dirs []string
+	if o.PluginDir != "" {
+		dirs = append(dirs, o.PluginDir)
+	}
+	if o.RepoRoot != "" {
+		dirs = append(dirs, filepath.Join(o.RepoRoot, "bin"))
+	}
+	dataHome := o.DataHome
+	if dataHome == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			dataHome = filepath.Join(home, ".local", "share")
+		}
+	}
+	if dataHome != "" {
+		dirs = append(dirs, filepath.Join(dataHome, "krops", "plugins"))
+	}
+	search := o.SearchPath
+	if search == "" {
+		search = os.Getenv("PATH")
+	}
+	searched := append([]string{}, dirs...)
+	for _, d := range dirs {
+		p := filepath.Join(d, file)
+		if _, err := os.Lstat(p); err == nil {
+			if err := checkDir(name, d); err != nil {
+				return "", err
+			}
+			return p, checkFile(name, p)
+		}
+	}
+	for _, d := range filepath.SplitList(search) {
+		if d == "" {
+			continue
+		}
+		searched = append(searched, d)
+		p := filepath.Join(d, file)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, checkFile(name, p)
+		}
+	}
+	return "", fmt.Errorf("provider plugin %s not found: no executable %s in %s; build it (task build) or set --plugin-dir / KROPS_PLUGIN_DIR", name, file, strings.Join(searched, ", "))
+}
+
+// checkDir refuses plugin directories that are symlinks: whoever controls
+// the link target controls which code runs with cloud credentials.
+func checkDir(name, dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("provider plugin %s: plugin directory %s: %w", name, dir, err)
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("provider plugin %s: plugin directory %s is a symlink; refusing it (point --plugin-dir at the real directory)", name, dir)
+	}
+	return nil
+}
+
+// checkFile refuses plugin files anyone may rewrite.
+func checkFile(name, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("provider plugin %s: %w", name, err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("provider plugin %s: %s is not an executable file", name, path)
+	}
+	if st.Mode()&0o002 != 0 {
+		return fmt.Errorf("provider plugin %s: %s is world-writable (mode %v); refusing to run it: chmod o-w %s", name, path, st.Mode().Perm(), path)
+	}
+	return nil
+}
+
+// verify hashes the plugin and compares it with the pin, returning the digest.
+func verify(name, path, pin string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("provider plugin %s: %w", name, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("provider plugin %s: hashing %s: %w", name, path, err)
+	}
+	sum := h.Sum(nil)
+	if pin != "" && !strings.EqualFold(hex.EncodeToString(sum), pin) {
+		return nil, fmt.Errorf("provider plugin %s: %s has SHA256 %s but bootstrap.toml [providers.%s] pins %s; refusing to run it (rebuild the pinned version or update the pin)", name, path, hex.EncodeToString(sum), name, strings.ToLower(pin))
+	}
+	return sum, nil
+}
+
+func baseEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "USER", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// reattach is the JSON shape of one KROPS_REATTACH_PROVIDERS entry.
+type reattach struct {
+	Protocol        string
+	ProtocolVersion int
+	Pid             int
+	Addr            struct{ Network, String string }
+}
+
+func reattachFromConfig(rc *plugin.ReattachConfig) reattach {
+	var r reattach
+	r.Protocol = string(rc.Protocol)
+	r.ProtocolVersion = rc.ProtocolVersion
+	r.Pid = rc.Pid
+	r.Addr.Network = rc.Addr.Network()
+	r.Addr.String = rc.Addr.String()
+	return r
+}
+
+func reattachFor(name, raw string) (*plugin.ReattachConfig, bool, error) {
+	if raw == "" {
+		return nil, false, nil
+	}
+	var all map[string]reattach
+	if err := json.Unmarshal([]byte(raw), &all); err != nil {
+		return nil, false, fmt.Errorf("%s is not valid JSON ({\"<name>\": {...}} as printed by a plugin in debug mode): %w", ReattachEnv, err)
+	}
+	r, ok := all[name]
+	if !ok {
+		return nil, false, nil
+	}
+	var addr net.Addr
+	switch r.Addr.Network {
+	case "unix":
+		addr = &net.UnixAddr{Name: r.Addr.String, Net: "unix"}
+	case "tcp":
+		a, err := net.ResolveTCPAddr("tcp", r.Addr.String)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s[%s]: %w", ReattachEnv, name, err)
+		}
+		addr = a
+	default:
+		return nil, false, fmt.Errorf("%s[%s]: unknown network %q", ReattachEnv, name, r.Addr.Network)
+	}
+	return &plugin.ReattachConfig{Protocol: plugin.Protocol(r.Protocol), ProtocolVersion: r.ProtocolVersion, Pid: r.Pid, Addr: addr, Test: true}, true, nil
+}
+
