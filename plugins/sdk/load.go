@@ -335,4 +335,3 @@ func reattachFor(name, raw string) (*plugin.ReattachConfig, bool, error) {
 	}
 	return &plugin.ReattachConfig{Protocol: plugin.Protocol(r.Protocol), ProtocolVersion: r.ProtocolVersion, Pid: r.Pid, Addr: addr, Test: true}, true, nil
 }
-

@@ -44,9 +44,9 @@ type Phase string
 
 // Phases.
 const (
-	PhaseAfterKindCreate              Phase = "after-kind-create"
-	PhaseBeforeMove                   Phase = "before-move"
-	PhaseAfterMove                    Phase = "after-move"
+	PhaseAfterKindCreate             Phase = "after-kind-create"
+	PhaseBeforeMove                  Phase = "before-move"
+	PhaseAfterMove                   Phase = "after-move"
 	PhaseBeforeControllerHostRemoval Phase = "before-controller-host-removal"
 )
 

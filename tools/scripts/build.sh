@@ -11,6 +11,8 @@ for mod in $(tools/scripts/modules.sh); do
 	(cd "$mod" && go build ./...)
 	if [[ "$(cd "$mod" && go list -f '{{.Name}}' . 2>/dev/null)" == main ]]; then
 		name="$(basename "$mod")"
+		# Provider plugins are named for discovery: krops-provider-<name>.
+		[[ "$mod" == plugins/* ]] && name="krops-provider-$name"
 		(cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$root/bin/$name" .)
 		echo "bin/$name $version"
 	fi
