@@ -14,6 +14,7 @@ var capToPB = map[Capability]pb.Capability{
 	CapTeardownPolicy: pb.Capability_CAPABILITY_TEARDOWN_POLICY,
 	CapDiscover:       pb.Capability_CAPABILITY_DISCOVER,
 	CapSweep:          pb.Capability_CAPABILITY_SWEEP,
+	CapKindConfig:     pb.Capability_CAPABILITY_KIND_CONFIG,
 }
 
 var phaseToPB = map[Phase]pb.Phase{

@@ -116,6 +116,18 @@ func (c *Client) Preflight(ctx context.Context) ([]Check, error) {
 	return out, nil
 }
 
+// KindConfig asks for the plugin's additions to the kind cluster config.
+func (c *Client) KindConfig(ctx context.Context) (KindConfig, error) {
+	if err := c.need(CapKindConfig); err != nil {
+		return KindConfig{}, err
+	}
+	resp, err := c.rpc.KindConfig(ctx, &pb.KindConfigRequest{})
+	if err != nil {
+		return KindConfig{}, c.wrap("KindConfig", err)
+	}
+	return KindConfig{ContainerdConfigPatches: resp.GetContainerdConfigPatches()}, nil
+}
+
 // Hook runs the plugin's hook for phase. A plugin that declares hooks but not
 // this phase is not called.
 func (c *Client) Hook(ctx context.Context, req HookRequest) ([]string, error) {
@@ -245,6 +257,8 @@ func (c *Client) Probe(ctx context.Context, capability Capability) error {
 	switch capability {
 	case CapPreflight:
 		_, err = c.rpc.Preflight(ctx, &pb.PreflightRequest{})
+	case CapKindConfig:
+		_, err = c.rpc.KindConfig(ctx, &pb.KindConfigRequest{})
 	case CapHooks:
 		_, err = c.rpc.Hook(ctx, &pb.HookRequest{Phase: pb.Phase_PHASE_UNSPECIFIED})
 	case CapPivotInputs:

@@ -113,6 +113,17 @@ func (s *grpcServer) Preflight(ctx context.Context, _ *pb.PreflightRequest) (*pb
 	return out, nil
 }
 
+func (s *grpcServer) KindConfig(ctx context.Context, _ *pb.KindConfigRequest) (*pb.KindConfigResponse, error) {
+	if err := s.require(CapKindConfig); err != nil {
+		return nil, err
+	}
+	kc, err := s.impl.KindConfig(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.KindConfigResponse{ContainerdConfigPatches: kc.ContainerdConfigPatches}, nil
+}
+
 func (s *grpcServer) Hook(ctx context.Context, req *pb.HookRequest) (*pb.HookResponse, error) {
 	if err := s.require(CapHooks); err != nil {
 		return nil, err

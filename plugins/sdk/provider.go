@@ -37,6 +37,7 @@ const (
 	CapTeardownPolicy Capability = "teardown-policy"
 	CapDiscover       Capability = "discover"
 	CapSweep          Capability = "sweep"
+	CapKindConfig     Capability = "kind-config"
 )
 
 // Phase is a lifecycle moment a hook runs at.
@@ -103,6 +104,12 @@ type Check struct {
 	OK      bool
 	Message string
 	Remedy  string
+}
+
+// KindConfig is a provider's contribution to the kind cluster config.
+type KindConfig struct {
+	// ContainerdConfigPatches are TOML snippets for the nodes' containerd.
+	ContainerdConfigPatches []string
 }
 
 // HookRequest is the input of a hook.
@@ -207,6 +214,7 @@ type Provider interface {
 	Describe(ctx context.Context) (Description, error)
 	Configure(ctx context.Context, cfg Config) error
 	Preflight(ctx context.Context) ([]Check, error)
+	KindConfig(ctx context.Context) (KindConfig, error)
 	Hook(ctx context.Context, req HookRequest) ([]string, error)
 	PivotInputs(ctx context.Context, req PivotInputsRequest) (PivotInputs, error)
 	TeardownPolicy(ctx context.Context) (TeardownPolicy, error)
@@ -224,6 +232,11 @@ var ErrNotSupported = errors.New("not supported by this provider")
 
 // Preflight is not supported.
 func (Unimplemented) Preflight(context.Context) ([]Check, error) { return nil, ErrNotSupported }
+
+// KindConfig is not supported.
+func (Unimplemented) KindConfig(context.Context) (KindConfig, error) {
+	return KindConfig{}, ErrNotSupported
+}
 
 // Hook is not supported.
 func (Unimplemented) Hook(context.Context, HookRequest) ([]string, error) {

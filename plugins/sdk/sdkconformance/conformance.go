@@ -106,7 +106,7 @@ func Run(t *testing.T, binary string, o Options) {
 	}
 
 	t.Run("capability honesty", func(t *testing.T) {
-		for _, capability := range []sdk.Capability{sdk.CapPreflight, sdk.CapHooks, sdk.CapPivotInputs, sdk.CapTeardownPolicy, sdk.CapDiscover, sdk.CapSweep} {
+		for _, capability := range []sdk.Capability{sdk.CapPreflight, sdk.CapKindConfig, sdk.CapHooks, sdk.CapPivotInputs, sdk.CapTeardownPolicy, sdk.CapDiscover, sdk.CapSweep} {
 			err := c.Probe(ctx, capability)
 			declared := c.Description().Has(capability)
 			switch {
@@ -164,6 +164,8 @@ func hostCall(ctx context.Context, c *sdk.Client, capability sdk.Capability) err
 	switch capability {
 	case sdk.CapPreflight:
 		_, err = c.Preflight(ctx)
+	case sdk.CapKindConfig:
+		_, err = c.KindConfig(ctx)
 	case sdk.CapHooks:
 		_, err = c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
 	case sdk.CapPivotInputs:

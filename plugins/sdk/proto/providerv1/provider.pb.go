@@ -42,6 +42,7 @@ const (
 	Capability_CAPABILITY_TEARDOWN_POLICY Capability = 4
 	Capability_CAPABILITY_DISCOVER        Capability = 5
 	Capability_CAPABILITY_SWEEP           Capability = 6
+	Capability_CAPABILITY_KIND_CONFIG     Capability = 7
 )
 
 // Enum value maps for Capability.
@@ -54,6 +55,7 @@ var (
 		4: "CAPABILITY_TEARDOWN_POLICY",
 		5: "CAPABILITY_DISCOVER",
 		6: "CAPABILITY_SWEEP",
+		7: "CAPABILITY_KIND_CONFIG",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED":     0,
@@ -63,6 +65,7 @@ var (
 		"CAPABILITY_TEARDOWN_POLICY": 4,
 		"CAPABILITY_DISCOVER":        5,
 		"CAPABILITY_SWEEP":           6,
+		"CAPABILITY_KIND_CONFIG":     7,
 	}
 )
 
@@ -661,6 +664,88 @@ func (x *PreflightResponse) GetChecks() []*Check {
 	return nil
 }
 
+type KindConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KindConfigRequest) Reset() {
+	*x = KindConfigRequest{}
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindConfigRequest) ProtoMessage() {}
+
+func (x *KindConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindConfigRequest.ProtoReflect.Descriptor instead.
+func (*KindConfigRequest) Descriptor() ([]byte, []int) {
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{7}
+}
+
+type KindConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// containerd_config_patches are TOML snippets for the kind nodes'
+	// containerd (for example a registry mirror).
+	ContainerdConfigPatches []string `protobuf:"bytes,1,rep,name=containerd_config_patches,json=containerdConfigPatches,proto3" json:"containerd_config_patches,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *KindConfigResponse) Reset() {
+	*x = KindConfigResponse{}
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindConfigResponse) ProtoMessage() {}
+
+func (x *KindConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindConfigResponse.ProtoReflect.Descriptor instead.
+func (*KindConfigResponse) Descriptor() ([]byte, []int) {
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *KindConfigResponse) GetContainerdConfigPatches() []string {
+	if x != nil {
+		return x.ContainerdConfigPatches
+	}
+	return nil
+}
+
 type HookRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Phase Phase                  `protobuf:"varint,1,opt,name=phase,proto3,enum=krops.provider.v1.Phase" json:"phase,omitempty"`
@@ -673,7 +758,7 @@ type HookRequest struct {
 
 func (x *HookRequest) Reset() {
 	*x = HookRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[7]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +770,7 @@ func (x *HookRequest) String() string {
 func (*HookRequest) ProtoMessage() {}
 
 func (x *HookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[7]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +783,7 @@ func (x *HookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookRequest.ProtoReflect.Descriptor instead.
 func (*HookRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{7}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HookRequest) GetPhase() Phase {
@@ -732,7 +817,7 @@ type HookResponse struct {
 
 func (x *HookResponse) Reset() {
 	*x = HookResponse{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[8]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +829,7 @@ func (x *HookResponse) String() string {
 func (*HookResponse) ProtoMessage() {}
 
 func (x *HookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[8]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +842,7 @@ func (x *HookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookResponse.ProtoReflect.Descriptor instead.
 func (*HookResponse) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{8}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HookResponse) GetMessages() []string {
@@ -779,7 +864,7 @@ type PivotInputsRequest struct {
 
 func (x *PivotInputsRequest) Reset() {
 	*x = PivotInputsRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +876,7 @@ func (x *PivotInputsRequest) String() string {
 func (*PivotInputsRequest) ProtoMessage() {}
 
 func (x *PivotInputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +889,7 @@ func (x *PivotInputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PivotInputsRequest.ProtoReflect.Descriptor instead.
 func (*PivotInputsRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{9}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PivotInputsRequest) GetKubeconfig() []byte {
@@ -834,7 +919,7 @@ type PivotInputsResponse struct {
 
 func (x *PivotInputsResponse) Reset() {
 	*x = PivotInputsResponse{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +931,7 @@ func (x *PivotInputsResponse) String() string {
 func (*PivotInputsResponse) ProtoMessage() {}
 
 func (x *PivotInputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +944,7 @@ func (x *PivotInputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PivotInputsResponse.ProtoReflect.Descriptor instead.
 func (*PivotInputsResponse) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{10}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PivotInputsResponse) GetManifests() [][]byte {
@@ -884,7 +969,7 @@ type TeardownPolicyRequest struct {
 
 func (x *TeardownPolicyRequest) Reset() {
 	*x = TeardownPolicyRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +981,7 @@ func (x *TeardownPolicyRequest) String() string {
 func (*TeardownPolicyRequest) ProtoMessage() {}
 
 func (x *TeardownPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +994,7 @@ func (x *TeardownPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownPolicyRequest.ProtoReflect.Descriptor instead.
 func (*TeardownPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{11}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{13}
 }
 
 type TeardownPolicyResponse struct {
@@ -933,7 +1018,7 @@ type TeardownPolicyResponse struct {
 
 func (x *TeardownPolicyResponse) Reset() {
 	*x = TeardownPolicyResponse{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1030,7 @@ func (x *TeardownPolicyResponse) String() string {
 func (*TeardownPolicyResponse) ProtoMessage() {}
 
 func (x *TeardownPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1043,7 @@ func (x *TeardownPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownPolicyResponse.ProtoReflect.Descriptor instead.
 func (*TeardownPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{12}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TeardownPolicyResponse) GetHostRemoval() HostRemoval {
@@ -1029,7 +1114,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1126,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1139,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{13}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Resource) GetKind() string {
@@ -1124,7 +1209,7 @@ type QueryError struct {
 
 func (x *QueryError) Reset() {
 	*x = QueryError{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1221,7 @@ func (x *QueryError) String() string {
 func (*QueryError) ProtoMessage() {}
 
 func (x *QueryError) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1234,7 @@ func (x *QueryError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryError.ProtoReflect.Descriptor instead.
 func (*QueryError) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{14}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QueryError) GetKind() string {
@@ -1181,7 +1266,7 @@ type DiscoverRequest struct {
 
 func (x *DiscoverRequest) Reset() {
 	*x = DiscoverRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1278,7 @@ func (x *DiscoverRequest) String() string {
 func (*DiscoverRequest) ProtoMessage() {}
 
 func (x *DiscoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1291,7 @@ func (x *DiscoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverRequest.ProtoReflect.Descriptor instead.
 func (*DiscoverRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{15}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{17}
 }
 
 type DiscoverEvent struct {
@@ -1222,7 +1307,7 @@ type DiscoverEvent struct {
 
 func (x *DiscoverEvent) Reset() {
 	*x = DiscoverEvent{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1319,7 @@ func (x *DiscoverEvent) String() string {
 func (*DiscoverEvent) ProtoMessage() {}
 
 func (x *DiscoverEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1332,7 @@ func (x *DiscoverEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverEvent.ProtoReflect.Descriptor instead.
 func (*DiscoverEvent) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{16}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DiscoverEvent) GetEvent() isDiscoverEvent_Event {
@@ -1306,7 +1391,7 @@ type SweepRequest struct {
 
 func (x *SweepRequest) Reset() {
 	*x = SweepRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1403,7 @@ func (x *SweepRequest) String() string {
 func (*SweepRequest) ProtoMessage() {}
 
 func (x *SweepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1416,7 @@ func (x *SweepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepRequest.ProtoReflect.Descriptor instead.
 func (*SweepRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{17}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SweepRequest) GetDryRun() bool {
@@ -1367,7 +1452,7 @@ type SweepEvent struct {
 
 func (x *SweepEvent) Reset() {
 	*x = SweepEvent{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1464,7 @@ func (x *SweepEvent) String() string {
 func (*SweepEvent) ProtoMessage() {}
 
 func (x *SweepEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1477,7 @@ func (x *SweepEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepEvent.ProtoReflect.Descriptor instead.
 func (*SweepEvent) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{18}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SweepEvent) GetResource() *Resource {
@@ -1455,7 +1540,10 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x16\n" +
 	"\x06remedy\x18\x04 \x01(\tR\x06remedy\"E\n" +
 	"\x11PreflightResponse\x120\n" +
-	"\x06checks\x18\x01 \x03(\v2\x18.krops.provider.v1.CheckR\x06checks\"w\n" +
+	"\x06checks\x18\x01 \x03(\v2\x18.krops.provider.v1.CheckR\x06checks\"\x13\n" +
+	"\x11KindConfigRequest\"P\n" +
+	"\x12KindConfigResponse\x12:\n" +
+	"\x19containerd_config_patches\x18\x01 \x03(\tR\x17containerdConfigPatches\"w\n" +
 	"\vHookRequest\x12.\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x18.krops.provider.v1.PhaseR\x05phase\x12\x1e\n" +
 	"\n" +
@@ -1516,7 +1604,7 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\bresource\x18\x01 \x01(\v2\x1b.krops.provider.v1.ResourceR\bresource\x123\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1d.krops.provider.v1.SweepStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x18\n" +
-	"\aattempt\x18\x04 \x01(\rR\aattempt*\xc4\x01\n" +
+	"\aattempt\x18\x04 \x01(\rR\aattempt*\xe0\x01\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -1525,7 +1613,8 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\x17CAPABILITY_PIVOT_INPUTS\x10\x03\x12\x1e\n" +
 	"\x1aCAPABILITY_TEARDOWN_POLICY\x10\x04\x12\x17\n" +
 	"\x13CAPABILITY_DISCOVER\x10\x05\x12\x14\n" +
-	"\x10CAPABILITY_SWEEP\x10\x06*\x92\x01\n" +
+	"\x10CAPABILITY_SWEEP\x10\x06\x12\x1a\n" +
+	"\x16CAPABILITY_KIND_CONFIG\x10\a*\x92\x01\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17PHASE_AFTER_KIND_CREATE\x10\x01\x12\x15\n" +
@@ -1545,11 +1634,13 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\x13SWEEP_STATE_DELETED\x10\x03\x12\x17\n" +
 	"\x13SWEEP_STATE_SKIPPED\x10\x04\x12\x18\n" +
 	"\x14SWEEP_STATE_RETRYING\x10\x05\x12\x16\n" +
-	"\x12SWEEP_STATE_FAILED\x10\x062\xbc\x05\n" +
+	"\x12SWEEP_STATE_FAILED\x10\x062\x97\x06\n" +
 	"\bProvider\x12S\n" +
 	"\bDescribe\x12\".krops.provider.v1.DescribeRequest\x1a#.krops.provider.v1.DescribeResponse\x12V\n" +
 	"\tConfigure\x12#.krops.provider.v1.ConfigureRequest\x1a$.krops.provider.v1.ConfigureResponse\x12V\n" +
-	"\tPreflight\x12#.krops.provider.v1.PreflightRequest\x1a$.krops.provider.v1.PreflightResponse\x12G\n" +
+	"\tPreflight\x12#.krops.provider.v1.PreflightRequest\x1a$.krops.provider.v1.PreflightResponse\x12Y\n" +
+	"\n" +
+	"KindConfig\x12$.krops.provider.v1.KindConfigRequest\x1a%.krops.provider.v1.KindConfigResponse\x12G\n" +
 	"\x04Hook\x12\x1e.krops.provider.v1.HookRequest\x1a\x1f.krops.provider.v1.HookResponse\x12\\\n" +
 	"\vPivotInputs\x12%.krops.provider.v1.PivotInputsRequest\x1a&.krops.provider.v1.PivotInputsResponse\x12e\n" +
 	"\x0eTeardownPolicy\x12(.krops.provider.v1.TeardownPolicyRequest\x1a).krops.provider.v1.TeardownPolicyResponse\x12R\n" +
@@ -1569,7 +1660,7 @@ func file_krops_provider_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_krops_provider_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_krops_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_krops_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_krops_provider_v1_provider_proto_goTypes = []any{
 	(Capability)(0),                // 0: krops.provider.v1.Capability
 	(Phase)(0),                     // 1: krops.provider.v1.Phase
@@ -1582,54 +1673,58 @@ var file_krops_provider_v1_provider_proto_goTypes = []any{
 	(*PreflightRequest)(nil),       // 8: krops.provider.v1.PreflightRequest
 	(*Check)(nil),                  // 9: krops.provider.v1.Check
 	(*PreflightResponse)(nil),      // 10: krops.provider.v1.PreflightResponse
-	(*HookRequest)(nil),            // 11: krops.provider.v1.HookRequest
-	(*HookResponse)(nil),           // 12: krops.provider.v1.HookResponse
-	(*PivotInputsRequest)(nil),     // 13: krops.provider.v1.PivotInputsRequest
-	(*PivotInputsResponse)(nil),    // 14: krops.provider.v1.PivotInputsResponse
-	(*TeardownPolicyRequest)(nil),  // 15: krops.provider.v1.TeardownPolicyRequest
-	(*TeardownPolicyResponse)(nil), // 16: krops.provider.v1.TeardownPolicyResponse
-	(*Resource)(nil),               // 17: krops.provider.v1.Resource
-	(*QueryError)(nil),             // 18: krops.provider.v1.QueryError
-	(*DiscoverRequest)(nil),        // 19: krops.provider.v1.DiscoverRequest
-	(*DiscoverEvent)(nil),          // 20: krops.provider.v1.DiscoverEvent
-	(*SweepRequest)(nil),           // 21: krops.provider.v1.SweepRequest
-	(*SweepEvent)(nil),             // 22: krops.provider.v1.SweepEvent
-	nil,                            // 23: krops.provider.v1.ConfigureRequest.EnvEntry
-	nil,                            // 24: krops.provider.v1.Resource.TagsEntry
-	(*timestamppb.Timestamp)(nil),  // 25: google.protobuf.Timestamp
+	(*KindConfigRequest)(nil),      // 11: krops.provider.v1.KindConfigRequest
+	(*KindConfigResponse)(nil),     // 12: krops.provider.v1.KindConfigResponse
+	(*HookRequest)(nil),            // 13: krops.provider.v1.HookRequest
+	(*HookResponse)(nil),           // 14: krops.provider.v1.HookResponse
+	(*PivotInputsRequest)(nil),     // 15: krops.provider.v1.PivotInputsRequest
+	(*PivotInputsResponse)(nil),    // 16: krops.provider.v1.PivotInputsResponse
+	(*TeardownPolicyRequest)(nil),  // 17: krops.provider.v1.TeardownPolicyRequest
+	(*TeardownPolicyResponse)(nil), // 18: krops.provider.v1.TeardownPolicyResponse
+	(*Resource)(nil),               // 19: krops.provider.v1.Resource
+	(*QueryError)(nil),             // 20: krops.provider.v1.QueryError
+	(*DiscoverRequest)(nil),        // 21: krops.provider.v1.DiscoverRequest
+	(*DiscoverEvent)(nil),          // 22: krops.provider.v1.DiscoverEvent
+	(*SweepRequest)(nil),           // 23: krops.provider.v1.SweepRequest
+	(*SweepEvent)(nil),             // 24: krops.provider.v1.SweepEvent
+	nil,                            // 25: krops.provider.v1.ConfigureRequest.EnvEntry
+	nil,                            // 26: krops.provider.v1.Resource.TagsEntry
+	(*timestamppb.Timestamp)(nil),  // 27: google.protobuf.Timestamp
 }
 var file_krops_provider_v1_provider_proto_depIdxs = []int32{
 	0,  // 0: krops.provider.v1.DescribeResponse.capabilities:type_name -> krops.provider.v1.Capability
 	1,  // 1: krops.provider.v1.DescribeResponse.phases:type_name -> krops.provider.v1.Phase
-	23, // 2: krops.provider.v1.ConfigureRequest.env:type_name -> krops.provider.v1.ConfigureRequest.EnvEntry
+	25, // 2: krops.provider.v1.ConfigureRequest.env:type_name -> krops.provider.v1.ConfigureRequest.EnvEntry
 	9,  // 3: krops.provider.v1.PreflightResponse.checks:type_name -> krops.provider.v1.Check
 	1,  // 4: krops.provider.v1.HookRequest.phase:type_name -> krops.provider.v1.Phase
 	2,  // 5: krops.provider.v1.TeardownPolicyResponse.host_removal:type_name -> krops.provider.v1.HostRemoval
-	25, // 6: krops.provider.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	24, // 7: krops.provider.v1.Resource.tags:type_name -> krops.provider.v1.Resource.TagsEntry
-	17, // 8: krops.provider.v1.DiscoverEvent.resource:type_name -> krops.provider.v1.Resource
-	18, // 9: krops.provider.v1.DiscoverEvent.error:type_name -> krops.provider.v1.QueryError
-	17, // 10: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
-	17, // 11: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
+	27, // 6: krops.provider.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	26, // 7: krops.provider.v1.Resource.tags:type_name -> krops.provider.v1.Resource.TagsEntry
+	19, // 8: krops.provider.v1.DiscoverEvent.resource:type_name -> krops.provider.v1.Resource
+	20, // 9: krops.provider.v1.DiscoverEvent.error:type_name -> krops.provider.v1.QueryError
+	19, // 10: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
+	19, // 11: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
 	3,  // 12: krops.provider.v1.SweepEvent.state:type_name -> krops.provider.v1.SweepState
 	4,  // 13: krops.provider.v1.Provider.Describe:input_type -> krops.provider.v1.DescribeRequest
 	6,  // 14: krops.provider.v1.Provider.Configure:input_type -> krops.provider.v1.ConfigureRequest
 	8,  // 15: krops.provider.v1.Provider.Preflight:input_type -> krops.provider.v1.PreflightRequest
-	11, // 16: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
-	13, // 17: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
-	15, // 18: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
-	19, // 19: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
-	21, // 20: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
-	5,  // 21: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
-	7,  // 22: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
-	10, // 23: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
-	12, // 24: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
-	14, // 25: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
-	16, // 26: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
-	20, // 27: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
-	22, // 28: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
+	11, // 16: krops.provider.v1.Provider.KindConfig:input_type -> krops.provider.v1.KindConfigRequest
+	13, // 17: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
+	15, // 18: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
+	17, // 19: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
+	21, // 20: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
+	23, // 21: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
+	5,  // 22: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
+	7,  // 23: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
+	10, // 24: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
+	12, // 25: krops.provider.v1.Provider.KindConfig:output_type -> krops.provider.v1.KindConfigResponse
+	14, // 26: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
+	16, // 27: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
+	18, // 28: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
+	22, // 29: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
+	24, // 30: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
+	22, // [22:31] is the sub-list for method output_type
+	13, // [13:22] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1640,7 +1735,7 @@ func file_krops_provider_v1_provider_proto_init() {
 	if File_krops_provider_v1_provider_proto != nil {
 		return
 	}
-	file_krops_provider_v1_provider_proto_msgTypes[16].OneofWrappers = []any{
+	file_krops_provider_v1_provider_proto_msgTypes[18].OneofWrappers = []any{
 		(*DiscoverEvent_Resource)(nil),
 		(*DiscoverEvent_Error)(nil),
 	}
@@ -1650,7 +1745,7 @@ func file_krops_provider_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_krops_provider_v1_provider_proto_rawDesc), len(file_krops_provider_v1_provider_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const (
 	Provider_Describe_FullMethodName       = "/krops.provider.v1.Provider/Describe"
 	Provider_Configure_FullMethodName      = "/krops.provider.v1.Provider/Configure"
 	Provider_Preflight_FullMethodName      = "/krops.provider.v1.Provider/Preflight"
+	Provider_KindConfig_FullMethodName     = "/krops.provider.v1.Provider/KindConfig"
 	Provider_Hook_FullMethodName           = "/krops.provider.v1.Provider/Hook"
 	Provider_PivotInputs_FullMethodName    = "/krops.provider.v1.Provider/PivotInputs"
 	Provider_TeardownPolicy_FullMethodName = "/krops.provider.v1.Provider/TeardownPolicy"
@@ -50,6 +51,8 @@ type ProviderClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	// Preflight checks credentials, quotas and settings. Read-only.
 	Preflight(ctx context.Context, in *PreflightRequest, opts ...grpc.CallOption) (*PreflightResponse, error)
+	// KindConfig returns the plugin's additions to the kind cluster config.
+	KindConfig(ctx context.Context, in *KindConfigRequest, opts ...grpc.CallOption) (*KindConfigResponse, error)
 	// Hook runs the plugin's work at a lifecycle phase.
 	Hook(ctx context.Context, in *HookRequest, opts ...grpc.CallOption) (*HookResponse, error)
 	// PivotInputs returns what the pivot applies on the target cluster and how
@@ -96,6 +99,16 @@ func (c *providerClient) Preflight(ctx context.Context, in *PreflightRequest, op
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PreflightResponse)
 	err := c.cc.Invoke(ctx, Provider_Preflight_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) KindConfig(ctx context.Context, in *KindConfigRequest, opts ...grpc.CallOption) (*KindConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KindConfigResponse)
+	err := c.cc.Invoke(ctx, Provider_KindConfig_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +194,8 @@ type ProviderServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	// Preflight checks credentials, quotas and settings. Read-only.
 	Preflight(context.Context, *PreflightRequest) (*PreflightResponse, error)
+	// KindConfig returns the plugin's additions to the kind cluster config.
+	KindConfig(context.Context, *KindConfigRequest) (*KindConfigResponse, error)
 	// Hook runs the plugin's work at a lifecycle phase.
 	Hook(context.Context, *HookRequest) (*HookResponse, error)
 	// PivotInputs returns what the pivot applies on the target cluster and how
@@ -211,6 +226,9 @@ func (UnimplementedProviderServer) Configure(context.Context, *ConfigureRequest)
 }
 func (UnimplementedProviderServer) Preflight(context.Context, *PreflightRequest) (*PreflightResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Preflight not implemented")
+}
+func (UnimplementedProviderServer) KindConfig(context.Context, *KindConfigRequest) (*KindConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method KindConfig not implemented")
 }
 func (UnimplementedProviderServer) Hook(context.Context, *HookRequest) (*HookResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Hook not implemented")
@@ -298,6 +316,24 @@ func _Provider_Preflight_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ProviderServer).Preflight(ctx, req.(*PreflightRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_KindConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KindConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).KindConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_KindConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).KindConfig(ctx, req.(*KindConfigRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -396,6 +432,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Preflight",
 			Handler:    _Provider_Preflight_Handler,
+		},
+		{
+			MethodName: "KindConfig",
+			Handler:    _Provider_KindConfig_Handler,
 		},
 		{
 			MethodName: "Hook",
