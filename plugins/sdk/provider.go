@@ -80,8 +80,9 @@ func (d Description) Has(c Capability) bool {
 // Config is what Configure receives.
 type Config struct {
 	Environment string
-	// Raw is {"environment": {...}, "teardown": {...}} with bootstrap.toml's
-	// kebab-case keys; Decode reads it into a provider's own struct.
+	// Raw is {"bootstrap": {...}, "environment": {...}, "teardown": {...}}
+	// with bootstrap.toml's kebab-case keys; Decode reads it into a
+	// provider's own struct.
 	Raw      json.RawMessage
 	Env      map[string]string
 	RepoRoot string

@@ -410,8 +410,9 @@ type ConfigureRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// environment is the selected environment's name.
 	Environment string `protobuf:"bytes,1,opt,name=environment,proto3" json:"environment,omitempty"`
-	// config_json is the environment's table and the global [teardown] table,
-	// as JSON: {"environment": {...}, "teardown": {...}}, kebab-case keys.
+	// config_json holds bootstrap.toml's [bootstrap] table, the environment's
+	// table and the global [teardown] table as JSON, kebab-case keys:
+	// {"bootstrap": {...}, "environment": {...}, "teardown": {...}}.
 	ConfigJson []byte `protobuf:"bytes,2,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
 	// env holds the values of the variables Describe declared (only set ones).
 	Env map[string]string `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`

@@ -1,0 +1,151 @@
+package dockerprovider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kropsdev/krops/tools/kit/engine"
+	"github.com/kropsdev/krops/tools/kit/proc"
+)
+
+// containerState is the part of `<engine> container inspect` we read; Docker
+// and Podman agree on these fields.
+type containerState struct {
+	State struct {
+		Running bool `json:"Running"`
+	} `json:"State"`
+	NetworkSettings struct {
+		Ports map[string][]struct {
+			HostIP   string `json:"HostIp"`
+			HostPort string `json:"HostPort"`
+		} `json:"Ports"`
+		Networks map[string]json.RawMessage `json:"Networks"`
+	} `json:"NetworkSettings"`
+}
+
+// ensureRegistry makes the registry container exist, run, publish the right
+// port and sit on the kind network. It reuses a healthy container, starts a
+// stopped one and recreates one with the wrong port or network.
+func (p *Provider) ensureRegistry(ctx context.Context, e *engine.Engine) (string, error) {
+	name := p.s.registryName
+	res, err := e.Run(ctx, "container", "inspect", name)
+	if err != nil {
+		if !isNoSuchContainer(res, err) {
+			// Unknown state: do not create a second registry or remove one.
+			return "", fmt.Errorf("inspecting registry container %s: %w", name, err)
+		}
+		if err := p.createRegistry(ctx, e); err != nil {
+			return "", err
+		}
+		return "created", nil
+	}
+	var states []containerState
+	if err := json.Unmarshal(res.Stdout, &states); err != nil || len(states) != 1 {
+		return "", fmt.Errorf("reading `%s container inspect %s`: unexpected output %q", e.Name, name, truncate(res.Stdout))
+	}
+	st := states[0]
+	wantPort := strconv.Itoa(p.s.registryPort)
+	portOK := false
+	for _, b := range st.NetworkSettings.Ports[fmt.Sprintf("%d/tcp", registryInternalPort)] {
+		portOK = portOK || b.HostPort == wantPort
+	}
+	_, onKind := st.NetworkSettings.Networks[kindNetwork]
+	switch {
+	case !portOK || !onKind:
+		if _, err := e.Run(ctx, "rm", "-f", name); err != nil {
+			return "", fmt.Errorf("removing registry container %s to recreate it: %w", name, err)
+		}
+		if err := p.createRegistry(ctx, e); err != nil {
+			return "", err
+		}
+		if !portOK {
+			return "recreated (it did not publish port " + wantPort + ")", nil
+		}
+		return "recreated (it was not on the kind network)", nil
+	case !st.State.Running:
+		if _, err := e.Run(ctx, "start", name); err != nil {
+			return "", fmt.Errorf("starting registry container %s: %w", name, err)
+		}
+		return "restarted", nil
+	}
+	return "reused", nil
+}
+
+func (p *Provider) createRegistry(ctx context.Context, e *engine.Engine) error {
+	_, err := e.Run(ctx, "run", "-d", "--restart=always", "--name", p.s.registryName, "--network", kindNetwork,
+		"-p", fmt.Sprintf("127.0.0.1:%d:%d", p.s.registryPort, registryInternalPort), RegistryImage)
+	if err != nil {
+		return fmt.Errorf("creating registry container %s: %w", p.s.registryName, err)
+	}
+	return nil
+}
+
+func isNoSuchContainer(res proc.Result, err error) bool {
+	var pe *proc.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	s := strings.ToLower(string(res.Stderr) + string(res.Stdout))
+	return strings.Contains(s, "no such container") || strings.Contains(s, "no such object") || strings.Contains(s, "no container with name")
+}
+
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
+}
+
+// probeRegistry waits until GET url answers below 400: 1 + readyRetries
+// attempts, ProbeInterval apart. Connection errors and 408, 429, 500, 502,
+// 503 and 504 are retried; any other error status fails at once, because
+// waiting will not fix it.
+func (p *Provider) probeRegistry(ctx context.Context, url string) error {
+	var last string
+	for attempt := 0; attempt <= p.s.readyRetries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(p.opts.ProbeInterval):
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := p.opts.HTTPClient.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			last = err.Error()
+			continue
+		}
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode < 400:
+			return nil
+		case transient(resp.StatusCode):
+			last = resp.Status
+		default:
+			return fmt.Errorf("registry %s answered %s: not retrying", url, resp.Status)
+		}
+	}
+	return fmt.Errorf("registry %s not ready after %d attempts (last: %s)", url, p.s.readyRetries+1, last)
+}
+
+func transient(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}

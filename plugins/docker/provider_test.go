@@ -1,0 +1,212 @@
+package main_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/sdkconformance"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sdk.CleanupClients()
+	os.Exit(code)
+}
+
+// standIn installs testdata/standin-engine.sh as `docker` (a STAND-IN: no
+// container engine runs here) and returns the plugin's base environment and
+// the directory holding its state and argv log.
+func standIn(t *testing.T, state string) ([]string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/standin-engine.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "docker"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state"), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + dir + ":/usr/bin:/bin", "STANDIN_DIR=" + dir}, dir
+}
+
+func calls(t *testing.T, dir string) []string {
+	b, _ := os.ReadFile(filepath.Join(dir, "log"))
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+const config = `{"bootstrap": {"registry-name": "krops-registry"}, "environment": {"mgmt-cluster": "local-management", "teardown": {"mgmt-container-prefix": "local-management"}}, "teardown": {}}`
+
+func start(t *testing.T, baseEnv []string, env map[string]string) *sdk.Client {
+	t.Helper()
+	bin := sdktest.Build(t, ".", "docker")
+	c, err := sdk.Load(context.Background(), "docker", sdk.LoadOptions{Path: bin, BaseEnv: baseEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := c.Configure(context.Background(), sdk.Config{Environment: "local-host", Raw: []byte(config)}, func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// registryServer is a real HTTP server on loopback playing the registry's
+// /v2/ endpoint: it fails `failures` times with status, then answers 200.
+func registryServer(t *testing.T, failures int32, status int) (port string, hits *atomic.Int32) {
+	hits = &atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := hits.Add(1)
+		if r.URL.Path != "/v2/" {
+			http.NotFound(w, r)
+			return
+		}
+		if n <= failures {
+			w.WriteHeader(status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ = net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	return port, hits
+}
+
+func TestRegistryLifecycleAgainstAStandInEngine(t *testing.T) {
+	cases := []struct {
+		name      string
+		state     func(port string) string
+		wantCalls []string
+		wantMsg   string
+	}{
+		{"missing registry is created", func(string) string { return "exists=0" },
+			[]string{"info", "--version", "container inspect krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"}, "created"},
+		{"healthy registry is reused", func(p string) string { return "exists=1 running=1 port=" + p },
+			[]string{"info", "--version", "container inspect krops-registry"}, "reused"},
+		{"stopped registry is started", func(p string) string { return "exists=1 running=0 port=" + p },
+			[]string{"info", "--version", "container inspect krops-registry", "start krops-registry"}, "restarted"},
+		{"wrong port is recreated", func(string) string { return "exists=1 running=1 port=1" },
+			[]string{"info", "--version", "container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"}, "recreated (it did not publish port"},
+		{"wrong network is recreated", func(p string) string { return "exists=1 running=1 network=bridge port=" + p },
+			[]string{"info", "--version", "container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"}, "not on the kind network"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			port, _ := registryServer(t, 0, 0)
+			base, dir := standIn(t, tc.state(port))
+			c := start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "0"})
+			msgs, err := c.Hook(context.Background(), sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(calls(t, dir), "\n")
+			want := strings.ReplaceAll(strings.Join(tc.wantCalls, "\n"), "PORT", port)
+			if got != want {
+				t.Errorf("engine calls:\n%s\nwant:\n%s", got, want)
+			}
+			if !strings.Contains(strings.Join(msgs, "\n"), tc.wantMsg) || !strings.Contains(strings.Join(msgs, "\n"), "registry ready") {
+				t.Errorf("messages %q lack %q", msgs, tc.wantMsg)
+			}
+		})
+	}
+}
+
+func TestRegistryProbeRetriesOnlyTransientFailures(t *testing.T) {
+	port, hits := registryServer(t, 2, http.StatusServiceUnavailable)
+	base, _ := standIn(t, "exists=1 running=1 port="+port)
+	c := start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "3"})
+	if _, err := c.Hook(context.Background(), sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate}); err != nil {
+		t.Fatalf("two 503s then 200 must succeed: %v", err)
+	}
+	if hits.Load() != 3 {
+		t.Errorf("%d probes, want 3", hits.Load())
+	}
+
+	port, hits = registryServer(t, 100, http.StatusNotFound)
+	base, _ = standIn(t, "exists=1 running=1 port="+port)
+	c = start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "5"})
+	_, err := c.Hook(context.Background(), sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+	if err == nil || !strings.Contains(err.Error(), "404") || hits.Load() != 1 {
+		t.Errorf("a 404 must fail at once: err %v after %d probes", err, hits.Load())
+	}
+
+	port, hits = registryServer(t, 100, http.StatusBadGateway)
+	base, _ = standIn(t, "exists=1 running=1 port="+port)
+	c = start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "1"})
+	_, err = c.Hook(context.Background(), sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+	if err == nil || !strings.Contains(err.Error(), "not ready after 2 attempts") || hits.Load() != 2 {
+		t.Errorf("retries exhausted: err %v after %d probes", err, hits.Load())
+	}
+}
+
+func TestKindConfigPivotEndpointAndTeardown(t *testing.T) {
+	base, dir := standIn(t, "exists=1 running=1")
+	c := start(t, base, map[string]string{"REGISTRY_PORT": "5001"})
+	ctx := context.Background()
+	kc, err := c.KindConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"localhost:5001\"]\n  endpoint = [\"http://krops-registry:5000\"]\n"
+	if len(kc.ContainerdConfigPatches) != 1 || kc.ContainerdConfigPatches[0] != want {
+		t.Errorf("kind config %q", kc.ContainerdConfigPatches)
+	}
+	in, err := c.PivotInputs(ctx, sdk.PivotInputsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Server != "https://127.0.0.1:55001" {
+		t.Errorf("rewritten server %q", in.Server)
+	}
+	if got := calls(t, dir); got[len(got)-1] != "port local-management-lb 6443/tcp" {
+		t.Errorf("last engine call %q", got[len(got)-1])
+	}
+	in, err = c.PivotInputs(ctx, sdk.PivotInputsRequest{InToolbox: true})
+	if err != nil || in.Server != "" {
+		t.Errorf("inside the toolbox the recorded endpoint is reachable: %q %v", in.Server, err)
+	}
+	p, err := c.TeardownPolicy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HostRemoval != sdk.RemoveContainers || p.ContainerPrefix != "local-management" || p.CloudOnlySweepAllowed || strings.Join(p.RemoveLast, ",") != "krops-registry" {
+		t.Errorf("policy %+v", p)
+	}
+	if err := c.Discover(ctx, func(sdk.DiscoverEvent) error { return nil }); err == nil || !strings.Contains(err.Error(), "docker") || !strings.Contains(err.Error(), "discover") {
+		t.Errorf("discover on the docker provider: %v", err)
+	}
+}
+
+func TestPreflightReportsADownEngine(t *testing.T) {
+	base, _ := standIn(t, "engine_down=1")
+	c := start(t, base, nil)
+	checks, err := c.Preflight(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checks) != 1 || checks[0].OK || !strings.Contains(checks[0].Message, "no container engine answers") || checks[0].Remedy == "" {
+		t.Errorf("checks %+v", checks)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	base, _ := standIn(t, "exists=1 running=1")
+	sdkconformance.Run(t, sdktest.Build(t, ".", "docker"), sdkconformance.Options{
+		Config:  sdk.Config{Raw: []byte(config)},
+		BaseEnv: base,
+	})
+}

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kropsdev/krops/tools/kit/proc"
+)
+
+// standInRunner is a STAND-IN for the docker and podman programs (no engine
+// runs on the test machines): it answers per command line and records them.
+type standInRunner struct {
+	answers map[string]string // command line -> stdout; missing means failure
+	calls   []string
+}
+
+func (r *standInRunner) Run(_ context.Context, c proc.Cmd) (proc.Result, error) {
+	line := strings.Join(append([]string{c.Path}, c.Args...), " ")
+	r.calls = append(r.calls, line)
+	out, ok := r.answers[line]
+	if !ok {
+		return proc.Result{ExitCode: 1}, errors.New("exit status 1")
+	}
+	return proc.Result{Stdout: []byte(out)}, nil
+}
+
+func TestDetect(t *testing.T) {
+	cases := []struct {
+		name     string
+		opts     Options
+		answers  map[string]string
+		want     string
+		wantSock string
+		wantEnv  string
+		wantErr  string
+	}{
+		{"docker answers", Options{}, map[string]string{"docker info": "", "docker --version": "Docker version 28.2.2"}, "docker", DockerSocket, "", ""},
+		{"docker is podman's shim", Options{}, map[string]string{"docker info": "", "docker --version": "podman version 5.4.0", "podman info --format {{.Host.RemoteSocket.Path}}": "/run/user/1000/podman/podman.sock\n"}, "podman", "/run/user/1000/podman/podman.sock", "KIND_EXPERIMENTAL_PROVIDER=podman", ""},
+		{"podman when docker is down", Options{}, map[string]string{"podman info": "", "podman info --format {{.Host.RemoteSocket.Path}}": "unix:///run/podman/podman.sock"}, "podman", "/run/podman/podman.sock", "KIND_EXPERIMENTAL_PROVIDER=podman", ""},
+		{"podman in the toolbox uses the fixed socket", Options{Toolbox: true}, map[string]string{"podman info": ""}, "podman", PodmanToolboxSocket, "CONTAINER_HOST=" + ToolboxContainerHost, ""},
+		{"explicit engine", Options{Engine: "podman", Sock: "/my.sock"}, map[string]string{"podman info": ""}, "podman", "/my.sock", "", ""},
+		{"explicit engine down", Options{Engine: "docker"}, nil, "", "", "", "CONTAINER_ENGINE=docker does not answer"},
+		{"nothing answers", Options{}, nil, "", "", "", "no container engine answers"},
+		{"unknown engine", Options{Engine: "nerdctl"}, nil, "", "", "", `CONTAINER_ENGINE="nerdctl" is not supported`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &standInRunner{answers: tc.answers}
+			tc.opts.Runner = r
+			e, err := Detect(context.Background(), tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Name != tc.want || e.Sock != tc.wantSock {
+				t.Errorf("engine %s sock %s, want %s %s (calls %v)", e.Name, e.Sock, tc.want, tc.wantSock, r.calls)
+			}
+			if tc.wantEnv != "" && !slices.Contains(e.Env, tc.wantEnv) {
+				t.Errorf("env %v lacks %s", e.Env, tc.wantEnv)
+			}
+		})
+	}
+}
+
+func TestPodmanWithoutSocketAnswerFallsBackWithAWarning(t *testing.T) {
+	r := &standInRunner{answers: map[string]string{"podman info": "", "podman info --format {{.Host.RemoteSocket.Path}}": ""}}
+	e, err := Detect(context.Background(), Options{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Sock != PodmanToolboxSocket || len(e.Warnings) != 1 {
+		t.Errorf("sock %s warnings %v", e.Sock, e.Warnings)
+	}
+}
