@@ -78,7 +78,9 @@ func TestHookRunsTheMiseTaskWithArgvInTheRepositoryRoot(t *testing.T) {
 func TestPreflightReportsEveryProblemTogether(t *testing.T) {
 	repo := t.TempDir()
 	p := configured(t, &standInMise{}, nil, repo)
-	p.spec.LoginCheck = func(map[string]string) sdk.Check { return sdk.Check{Name: "login", OK: false, Message: "not logged in", Remedy: "log in"} }
+	p.spec.LoginCheck = func(map[string]string) sdk.Check {
+		return sdk.Check{Name: "login", OK: false, Message: "not logged in", Remedy: "log in"}
+	}
 	checks, err := p.Preflight(context.Background())
 	if err != nil {
 		t.Fatal(err)
