@@ -117,6 +117,12 @@ func Load(ctx context.Context, name string, o LoadOptions) (*Client, error) {
 		return nil, err
 	} else if ok {
 		cfg.Reattach = rc
+		// go-plugin does not negotiate on reattach: pick the set itself.
+		set, known := sets[rc.ProtocolVersion]
+		if !known {
+			return nil, fmt.Errorf("%s[%s] speaks protocol %d; this host speaks %v", ReattachEnv, name, rc.ProtocolVersion, versions)
+		}
+		cfg.Plugins = set
 	} else {
 		var err error
 		if path, err = Find(name, o); err != nil {

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -361,4 +363,41 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A developer starts a plugin under a debugger with KROPS_PROVIDER_DEBUG=1
+// and points the host at it with KROPS_REATTACH_PROVIDERS.
+func TestReattachToADebuggedPlugin(t *testing.T) {
+	cmd := exec.Command(jsonCloud(t))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), sdk.DebugEnv + "=1"}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var reattach string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sdk.ReattachEnv+"="); ok {
+			reattach = v
+			break
+		}
+	}
+	if reattach == "" {
+		t.Fatal("the debug-mode plugin printed no reattach line")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	c, err := sdk.Load(context.Background(), "jsoncloud", sdk.LoadOptions{Reattach: reattach, Stderr: io.Discard, SearchPath: "/nonexistent"})
+	if err != nil {
+		t.Fatalf("reattach with %s: %v", reattach, err)
+	}
+	if d := c.Description(); d.Name != "jsoncloud" || c.PID() != cmd.Process.Pid {
+		t.Errorf("attached to %+v pid %d, want the debugged process %d", d, c.PID(), cmd.Process.Pid)
+	}
+	if _, err := sdk.Load(context.Background(), "jsoncloud", sdk.LoadOptions{Reattach: "{not json", SearchPath: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), sdk.ReattachEnv) {
+		t.Errorf("bad reattach JSON: %v", err)
+	}
 }

@@ -79,7 +79,11 @@ func Serve(p Provider, opts ServeOptions) {
 		Logger:           logger,
 	}
 	if os.Getenv(DebugEnv) == "1" {
-		serveDebug(cfg)
+		name := "<name>"
+		if d, err := p.Describe(context.Background()); err == nil {
+			name = d.Name
+		}
+		serveDebug(cfg, name)
 		return
 	}
 	poll := opts.ParentPoll
@@ -103,14 +107,14 @@ func exitWithParent(poll time.Duration) {
 	}
 }
 
-func serveDebug(cfg *plugin.ServeConfig) {
+func serveDebug(cfg *plugin.ServeConfig, name string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := make(chan *plugin.ReattachConfig, 1)
 	cfg.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: ch}
 	go plugin.Serve(cfg)
 	rc := <-ch
-	line, _ := json.Marshal(reattachFromConfig(rc))
-	fmt.Fprintf(os.Stderr, "krops provider in debug mode; run the host with:\n  KROPS_REATTACH_PROVIDERS='{\"<name>\":%s}'\n", line)
+	line, _ := json.Marshal(map[string]reattach{name: reattachFromConfig(rc)})
+	fmt.Fprintf(os.Stderr, "krops provider %s in debug mode; run the host with:\n%s=%s\n", name, ReattachEnv, line)
 	<-ctx.Done()
 }

@@ -4,7 +4,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -69,8 +68,8 @@ func Detect(ctx context.Context, o Options) (*Engine, error) {
 		}
 		e.Name = o.Engine
 	case "":
-		dockerErr := errors.New("not tried")
-		if _, dockerErr = run("docker", "info"); dockerErr == nil {
+		_, dockerErr := run("docker", "info")
+		if dockerErr == nil {
 			e.Name = "docker"
 			if v, err := run("docker", "--version"); err == nil && strings.Contains(strings.ToLower(string(v.Stdout)), "podman") {
 				e.Name = "podman"
