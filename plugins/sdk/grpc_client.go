@@ -202,6 +202,8 @@ func (c *Client) Discover(ctx context.Context, fn func(DiscoverEvent) error) err
 			e.Resource = &res
 		} else if q := ev.GetError(); q != nil {
 			e.Error = &QueryError{Kind: q.GetKind(), Region: q.GetRegion(), Message: q.GetMessage()}
+		} else if sc := ev.GetScope(); sc != nil {
+			e.Scope = &Scope{Account: sc.GetAccount(), Regions: sc.GetRegions()}
 		} else {
 			continue
 		}

@@ -176,6 +176,8 @@ func (s *grpcServer) Discover(_ *pb.DiscoverRequest, stream pb.Provider_Discover
 			ev.Event = &pb.DiscoverEvent_Resource{Resource: resourceToPB(*e.Resource)}
 		case e.Error != nil:
 			ev.Event = &pb.DiscoverEvent_Error{Error: &pb.QueryError{Kind: e.Error.Kind, Region: e.Error.Region, Message: e.Error.Message}}
+		case e.Scope != nil:
+			ev.Event = &pb.DiscoverEvent_Scope{Scope: &pb.Scope{Account: e.Scope.Account, Regions: e.Scope.Regions}}
 		default:
 			return errors.New("empty discover event")
 		}

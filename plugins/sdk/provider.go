@@ -175,10 +175,18 @@ type QueryError struct {
 	Message string
 }
 
-// DiscoverEvent carries either a resource or a query error.
+// Scope says what a discovery covers: the account and regions scanned.
+type Scope struct {
+	Account string
+	Regions []string
+}
+
+// DiscoverEvent carries one of a resource, a query error or the scope
+// (sent first).
 type DiscoverEvent struct {
 	Resource *Resource
 	Error    *QueryError
+	Scope    *Scope
 }
 
 // SweepRequest asks for deletion of exactly Scope.

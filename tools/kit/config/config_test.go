@@ -284,3 +284,22 @@ func TestRepositoryPathsResolveAgainstTheConfigDirectory(t *testing.T) {
 		t.Errorf("caller paths: %+v", k)
 	}
 }
+
+func TestProviderJSONCarriesEffectiveValuesWithFileKeys(t *testing.T) {
+	c, err := load(t, minimal+"[environments.one.teardown]\ncapi-workloads = [\"w\"]\n", map[string]string{"KROPS_REGISTRY_NAME": "reg2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.ProviderJSON("one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"registry-name":"reg2"`, `"kind-context":"kind-mgmt"`, `"mgmt-cluster":"one-management"`, `"capi-workloads":["w"]`, `"teardown":{}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	if _, err := c.ProviderJSON("nope"); err == nil {
+		t.Error("unknown environment")
+	}
+}

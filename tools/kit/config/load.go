@@ -28,6 +28,9 @@ type Config struct {
 	// EnvironmentOrder lists environment names in the order the file declares
 	// them, for messages and for deterministic iteration.
 	EnvironmentOrder []string
+	// raw is the merged configuration (defaults, file, overrides) as a tree
+	// with the file's key names, for handing to provider plugins.
+	raw map[string]any
 }
 
 // LoadOptions say where configuration comes from.
@@ -181,7 +184,7 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 		env.Name = name
 		f.Environments[name] = env
 	}
-	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order}
+	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order, raw: k.Raw()}
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

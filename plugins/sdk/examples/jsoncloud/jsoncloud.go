@@ -21,7 +21,12 @@ import (
 
 // state is the fake cloud: everything it holds.
 type state struct {
+	// Account names the fake cloud account.
+	Account   string     `json:"account,omitempty"`
 	Resources []resource `json:"resources"`
+	// FailingKinds simulates an outage of the API behind these kinds:
+	// listing them fails.
+	FailingKinds []string `json:"failing_kinds,omitempty"`
 }
 
 type resource struct {
@@ -106,7 +111,18 @@ func (p *provider) Discover(ctx context.Context, emit func(sdk.DiscoverEvent) er
 	if err != nil {
 		return emit(sdk.DiscoverEvent{Error: &sdk.QueryError{Kind: "*", Message: err.Error()}})
 	}
+	if err := emit(sdk.DiscoverEvent{Scope: &sdk.Scope{Account: st.Account}}); err != nil {
+		return err
+	}
+	for _, k := range st.FailingKinds {
+		if err := emit(sdk.DiscoverEvent{Error: &sdk.QueryError{Kind: k, Message: "listing " + k + " failed: service unavailable"}}); err != nil {
+			return err
+		}
+	}
 	for _, r := range st.Resources {
+		if slices.Contains(st.FailingKinds, r.Kind) {
+			continue
+		}
 		cluster := r.Tags[clusterTag]
 		if !slices.Contains(p.clusters, cluster) {
 			continue // not ours: never reported, never swept

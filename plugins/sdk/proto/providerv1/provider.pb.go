@@ -1295,12 +1295,67 @@ func (*DiscoverRequest) Descriptor() ([]byte, []int) {
 	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{17}
 }
 
+// Scope says what a discovery covers; providers send it first.
+type Scope struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// account is the cloud account (AWS account id, subscription, project).
+	Account       string   `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	Regions       []string `protobuf:"bytes,2,rep,name=regions,proto3" json:"regions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Scope) Reset() {
+	*x = Scope{}
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Scope) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Scope) ProtoMessage() {}
+
+func (x *Scope) ProtoReflect() protoreflect.Message {
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Scope.ProtoReflect.Descriptor instead.
+func (*Scope) Descriptor() ([]byte, []int) {
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Scope) GetAccount() string {
+	if x != nil {
+		return x.Account
+	}
+	return ""
+}
+
+func (x *Scope) GetRegions() []string {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
 type DiscoverEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
 	//
 	//	*DiscoverEvent_Resource
 	//	*DiscoverEvent_Error
+	//	*DiscoverEvent_Scope
 	Event         isDiscoverEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1308,7 +1363,7 @@ type DiscoverEvent struct {
 
 func (x *DiscoverEvent) Reset() {
 	*x = DiscoverEvent{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1375,7 @@ func (x *DiscoverEvent) String() string {
 func (*DiscoverEvent) ProtoMessage() {}
 
 func (x *DiscoverEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1388,7 @@ func (x *DiscoverEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverEvent.ProtoReflect.Descriptor instead.
 func (*DiscoverEvent) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{18}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DiscoverEvent) GetEvent() isDiscoverEvent_Event {
@@ -1361,6 +1416,15 @@ func (x *DiscoverEvent) GetError() *QueryError {
 	return nil
 }
 
+func (x *DiscoverEvent) GetScope() *Scope {
+	if x != nil {
+		if x, ok := x.Event.(*DiscoverEvent_Scope); ok {
+			return x.Scope
+		}
+	}
+	return nil
+}
+
 type isDiscoverEvent_Event interface {
 	isDiscoverEvent_Event()
 }
@@ -1375,9 +1439,15 @@ type DiscoverEvent_Error struct {
 	Error *QueryError `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
 }
 
+type DiscoverEvent_Scope struct {
+	Scope *Scope `protobuf:"bytes,3,opt,name=scope,proto3,oneof"`
+}
+
 func (*DiscoverEvent_Resource) isDiscoverEvent_Event() {}
 
 func (*DiscoverEvent_Error) isDiscoverEvent_Event() {}
+
+func (*DiscoverEvent_Scope) isDiscoverEvent_Event() {}
 
 type SweepRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1392,7 +1462,7 @@ type SweepRequest struct {
 
 func (x *SweepRequest) Reset() {
 	*x = SweepRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1474,7 @@ func (x *SweepRequest) String() string {
 func (*SweepRequest) ProtoMessage() {}
 
 func (x *SweepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1487,7 @@ func (x *SweepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepRequest.ProtoReflect.Descriptor instead.
 func (*SweepRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{19}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SweepRequest) GetDryRun() bool {
@@ -1453,7 +1523,7 @@ type SweepEvent struct {
 
 func (x *SweepEvent) Reset() {
 	*x = SweepEvent{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1535,7 @@ func (x *SweepEvent) String() string {
 func (*SweepEvent) ProtoMessage() {}
 
 func (x *SweepEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1548,7 @@ func (x *SweepEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepEvent.ProtoReflect.Descriptor instead.
 func (*SweepEvent) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{20}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SweepEvent) GetResource() *Resource {
@@ -1591,10 +1661,14 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\x11\n" +
-	"\x0fDiscoverRequest\"\x8a\x01\n" +
+	"\x0fDiscoverRequest\";\n" +
+	"\x05Scope\x12\x18\n" +
+	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x18\n" +
+	"\aregions\x18\x02 \x03(\tR\aregions\"\xbc\x01\n" +
 	"\rDiscoverEvent\x129\n" +
 	"\bresource\x18\x01 \x01(\v2\x1b.krops.provider.v1.ResourceH\x00R\bresource\x125\n" +
-	"\x05error\x18\x02 \x01(\v2\x1d.krops.provider.v1.QueryErrorH\x00R\x05errorB\a\n" +
+	"\x05error\x18\x02 \x01(\v2\x1d.krops.provider.v1.QueryErrorH\x00R\x05error\x120\n" +
+	"\x05scope\x18\x03 \x01(\v2\x18.krops.provider.v1.ScopeH\x00R\x05scopeB\a\n" +
 	"\x05event\"\x82\x01\n" +
 	"\fSweepRequest\x12\x17\n" +
 	"\adry_run\x18\x01 \x01(\bR\x06dryRun\x121\n" +
@@ -1661,7 +1735,7 @@ func file_krops_provider_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_krops_provider_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_krops_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_krops_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_krops_provider_v1_provider_proto_goTypes = []any{
 	(Capability)(0),                // 0: krops.provider.v1.Capability
 	(Phase)(0),                     // 1: krops.provider.v1.Phase
@@ -1685,50 +1759,52 @@ var file_krops_provider_v1_provider_proto_goTypes = []any{
 	(*Resource)(nil),               // 19: krops.provider.v1.Resource
 	(*QueryError)(nil),             // 20: krops.provider.v1.QueryError
 	(*DiscoverRequest)(nil),        // 21: krops.provider.v1.DiscoverRequest
-	(*DiscoverEvent)(nil),          // 22: krops.provider.v1.DiscoverEvent
-	(*SweepRequest)(nil),           // 23: krops.provider.v1.SweepRequest
-	(*SweepEvent)(nil),             // 24: krops.provider.v1.SweepEvent
-	nil,                            // 25: krops.provider.v1.ConfigureRequest.EnvEntry
-	nil,                            // 26: krops.provider.v1.Resource.TagsEntry
-	(*timestamppb.Timestamp)(nil),  // 27: google.protobuf.Timestamp
+	(*Scope)(nil),                  // 22: krops.provider.v1.Scope
+	(*DiscoverEvent)(nil),          // 23: krops.provider.v1.DiscoverEvent
+	(*SweepRequest)(nil),           // 24: krops.provider.v1.SweepRequest
+	(*SweepEvent)(nil),             // 25: krops.provider.v1.SweepEvent
+	nil,                            // 26: krops.provider.v1.ConfigureRequest.EnvEntry
+	nil,                            // 27: krops.provider.v1.Resource.TagsEntry
+	(*timestamppb.Timestamp)(nil),  // 28: google.protobuf.Timestamp
 }
 var file_krops_provider_v1_provider_proto_depIdxs = []int32{
 	0,  // 0: krops.provider.v1.DescribeResponse.capabilities:type_name -> krops.provider.v1.Capability
 	1,  // 1: krops.provider.v1.DescribeResponse.phases:type_name -> krops.provider.v1.Phase
-	25, // 2: krops.provider.v1.ConfigureRequest.env:type_name -> krops.provider.v1.ConfigureRequest.EnvEntry
+	26, // 2: krops.provider.v1.ConfigureRequest.env:type_name -> krops.provider.v1.ConfigureRequest.EnvEntry
 	9,  // 3: krops.provider.v1.PreflightResponse.checks:type_name -> krops.provider.v1.Check
 	1,  // 4: krops.provider.v1.HookRequest.phase:type_name -> krops.provider.v1.Phase
 	2,  // 5: krops.provider.v1.TeardownPolicyResponse.host_removal:type_name -> krops.provider.v1.HostRemoval
-	27, // 6: krops.provider.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	26, // 7: krops.provider.v1.Resource.tags:type_name -> krops.provider.v1.Resource.TagsEntry
+	28, // 6: krops.provider.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	27, // 7: krops.provider.v1.Resource.tags:type_name -> krops.provider.v1.Resource.TagsEntry
 	19, // 8: krops.provider.v1.DiscoverEvent.resource:type_name -> krops.provider.v1.Resource
 	20, // 9: krops.provider.v1.DiscoverEvent.error:type_name -> krops.provider.v1.QueryError
-	19, // 10: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
-	19, // 11: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
-	3,  // 12: krops.provider.v1.SweepEvent.state:type_name -> krops.provider.v1.SweepState
-	4,  // 13: krops.provider.v1.Provider.Describe:input_type -> krops.provider.v1.DescribeRequest
-	6,  // 14: krops.provider.v1.Provider.Configure:input_type -> krops.provider.v1.ConfigureRequest
-	8,  // 15: krops.provider.v1.Provider.Preflight:input_type -> krops.provider.v1.PreflightRequest
-	11, // 16: krops.provider.v1.Provider.KindConfig:input_type -> krops.provider.v1.KindConfigRequest
-	13, // 17: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
-	15, // 18: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
-	17, // 19: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
-	21, // 20: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
-	23, // 21: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
-	5,  // 22: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
-	7,  // 23: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
-	10, // 24: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
-	12, // 25: krops.provider.v1.Provider.KindConfig:output_type -> krops.provider.v1.KindConfigResponse
-	14, // 26: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
-	16, // 27: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
-	18, // 28: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
-	22, // 29: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
-	24, // 30: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
-	22, // [22:31] is the sub-list for method output_type
-	13, // [13:22] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	22, // 10: krops.provider.v1.DiscoverEvent.scope:type_name -> krops.provider.v1.Scope
+	19, // 11: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
+	19, // 12: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
+	3,  // 13: krops.provider.v1.SweepEvent.state:type_name -> krops.provider.v1.SweepState
+	4,  // 14: krops.provider.v1.Provider.Describe:input_type -> krops.provider.v1.DescribeRequest
+	6,  // 15: krops.provider.v1.Provider.Configure:input_type -> krops.provider.v1.ConfigureRequest
+	8,  // 16: krops.provider.v1.Provider.Preflight:input_type -> krops.provider.v1.PreflightRequest
+	11, // 17: krops.provider.v1.Provider.KindConfig:input_type -> krops.provider.v1.KindConfigRequest
+	13, // 18: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
+	15, // 19: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
+	17, // 20: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
+	21, // 21: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
+	24, // 22: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
+	5,  // 23: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
+	7,  // 24: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
+	10, // 25: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
+	12, // 26: krops.provider.v1.Provider.KindConfig:output_type -> krops.provider.v1.KindConfigResponse
+	14, // 27: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
+	16, // 28: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
+	18, // 29: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
+	23, // 30: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
+	25, // 31: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
+	23, // [23:32] is the sub-list for method output_type
+	14, // [14:23] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_krops_provider_v1_provider_proto_init() }
@@ -1736,9 +1812,10 @@ func file_krops_provider_v1_provider_proto_init() {
 	if File_krops_provider_v1_provider_proto != nil {
 		return
 	}
-	file_krops_provider_v1_provider_proto_msgTypes[18].OneofWrappers = []any{
+	file_krops_provider_v1_provider_proto_msgTypes[19].OneofWrappers = []any{
 		(*DiscoverEvent_Resource)(nil),
 		(*DiscoverEvent_Error)(nil),
+		(*DiscoverEvent_Scope)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1746,7 +1823,7 @@ func file_krops_provider_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_krops_provider_v1_provider_proto_rawDesc), len(file_krops_provider_v1_provider_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,62 @@
+// Package host loads the provider plugin of a krops environment the way
+// every krops binary does: plugin pins and paths from bootstrap.toml, the
+// plugin directory and reattach knobs, and Configure with the environment.
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/config"
+)
+
+// Options say which environment's provider to load.
+type Options struct {
+	Config      *config.Config
+	Environment *config.Environment
+	// Lookup reads knobs (flags over environment) and the values of the
+	// variables the plugin declares.
+	Lookup config.Lookup
+	// Stderr receives plugin logs; Verbose shows their debug lines.
+	Stderr  io.Writer
+	Verbose bool
+}
+
+// Load starts the environment's provider and configures it. The caller
+// closes the client; its main also defers sdk.CleanupClients.
+func Load(ctx context.Context, o Options) (*sdk.Client, error) {
+	name := o.Environment.Provider
+	pin := o.Config.Providers[name]
+	plugDir, _ := o.Lookup.Get("KROPS_PLUGIN_DIR")
+	reattach, _ := o.Lookup.Get("KROPS_REATTACH_PROVIDERS")
+	level := hclog.Info
+	if o.Verbose {
+		level = hclog.Debug
+	}
+	stderr := o.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	c, err := sdk.Load(ctx, name, sdk.LoadOptions{
+		Path: pin.Path, SHA256: pin.SHA256, PluginDir: plugDir, RepoRoot: o.Config.Root,
+		DataHome: os.Getenv("XDG_DATA_HOME"), Reattach: reattach, Stderr: stderr, Level: level,
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := o.Config.ProviderJSON(o.Environment.Name)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.Configure(ctx, sdk.Config{Environment: o.Environment.Name, Raw: raw, RepoRoot: o.Config.Root}, o.Lookup.Get); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("configuring provider %s for environment %s: %w", name, o.Environment.Name, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,32 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ProviderJSON is what a provider plugin receives with Configure:
+// {"bootstrap": {...}, "environment": {...}, "teardown": {...}} with the
+// file's kebab-case key names and the effective values (defaults and
+// overrides applied).
+func (c *Config) ProviderJSON(env string) ([]byte, error) {
+	if _, ok := c.Environments[env]; !ok {
+		return nil, fmt.Errorf("unknown environment %q (known: %s)", env, c.knownEnvironments())
+	}
+	bootstrap := map[string]any{}
+	if b, ok := c.raw["bootstrap"].(map[string]any); ok {
+		for k, v := range b {
+			bootstrap[k] = v
+		}
+	}
+	bootstrap["kind-context"] = c.Bootstrap.KindContext
+	var environment any = map[string]any{}
+	if envs, ok := c.raw["environments"].(map[string]any); ok && envs[env] != nil {
+		environment = envs[env]
+	}
+	teardown, _ := c.raw["teardown"].(map[string]any)
+	if teardown == nil {
+		teardown = map[string]any{}
+	}
+	return json.Marshal(map[string]any{"bootstrap": bootstrap, "environment": environment, "teardown": teardown})
+}
