@@ -190,6 +190,8 @@ func exitsWithHost(t *testing.T, binary string) {
 	cmd := exec.Command(os.Args[0], "-test.run="+pattern, "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), hostEnv+"="+filepath.Base(binary))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	helperErr := &logBuffer{}
+	cmd.Stderr = helperErr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -199,9 +201,11 @@ func exitsWithHost(t *testing.T, binary string) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	pid := 0
+	var helperOut strings.Builder
 	sc := bufio.NewScanner(out)
 	deadline := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
 	for sc.Scan() {
+		helperOut.WriteString(sc.Text() + "\n")
 		if rest, ok := strings.CutPrefix(sc.Text(), "KROPS_PLUGIN_PID "); ok {
 			pid, _ = strconv.Atoi(rest)
 			break
@@ -209,7 +213,7 @@ func exitsWithHost(t *testing.T, binary string) {
 	}
 	deadline.Stop()
 	if pid == 0 {
-		t.Fatal("the host helper never reported the plugin's pid")
+		t.Fatalf("the host helper never reported the plugin's pid:\n%s%s", helperOut.String(), helperErr.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -72,7 +72,10 @@ type Environment struct {
 	PivotManifestVars      map[string]string `koanf:"pivot-manifest-vars"`
 	PivotSOPSSecrets       []string          `koanf:"pivot-sops-secrets"`
 	PostKindCreateTask     string            `koanf:"post-kind-create-task"`
-	Teardown               EnvTeardown       `koanf:"teardown"`
+	// AllowedAccounts, when set, are the only cloud accounts the provider
+	// may work in; any other account is refused before anything is listed.
+	AllowedAccounts []string    `koanf:"allowed-accounts"`
+	Teardown        EnvTeardown `koanf:"teardown"`
 
 	// MgmtReadyTimeout is MgmtReadyTimeoutText parsed during validation.
 	MgmtReadyTimeout time.Duration `koanf:"-"`

@@ -13,6 +13,7 @@ var (
 	providerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	upperSnake   = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 	sha256Hex    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	awsAccount   = regexp.MustCompile(`^[0-9]{12}$`)
 	chartVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$`)
 )
 
@@ -135,6 +136,11 @@ func (c *Config) validateEnvironment(env *Environment) []error {
 	for _, v := range sortedKeys(env.PivotManifestVars) {
 		if !upperSnake.MatchString(v) {
 			errs = append(errs, c.problem(key("pivot-manifest-vars."+v), "variable names must be UPPER_SNAKE_CASE"))
+		}
+	}
+	for i, a := range env.AllowedAccounts {
+		if !awsAccount.MatchString(a) {
+			errs = append(errs, c.problem(fmt.Sprintf("%s[%d]", key("allowed-accounts"), i), "%q is not an account id (want 12 digits, as a string)", a))
 		}
 	}
 	for i, fb := range env.MoveFallbacks {

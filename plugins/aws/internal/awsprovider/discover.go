@@ -1,0 +1,461 @@
+package awsprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/rds"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+)
+
+// Resource kinds.
+const (
+	KindEKSCluster      = "eks-cluster"
+	KindEKSNodegroup    = "eks-nodegroup"
+	KindRDSInstance     = "rds-instance"
+	KindVPC             = "vpc"
+	KindNATGateway      = "nat-gateway"
+	KindElasticIP       = "elastic-ip"
+	KindSubnet          = "subnet"
+	KindInternetGateway = "internet-gateway"
+	KindRouteTable      = "route-table"
+	KindSecurityGroup   = "security-group"
+	KindS3Bucket        = "s3-bucket"
+	KindIAMRole         = "iam-role"
+	KindIAMUser         = "iam-user"
+	KindCFNStack        = "cloudformation-stack"
+)
+
+// Global is the region of account-wide resources (IAM, S3 names).
+const Global = "global"
+
+// emitter serialises events from concurrent scanners and stops them all
+// once the host has gone.
+type emitter struct {
+	mu     sync.Mutex
+	emit   func(sdk.DiscoverEvent) error
+	err    error
+	cancel context.CancelFunc
+}
+
+func (e *emitter) send(ev sdk.DiscoverEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err != nil {
+		return
+	}
+	if err := e.emit(ev); err != nil {
+		e.err = err
+		e.cancel()
+	}
+}
+
+func (e *emitter) resource(r sdk.Resource) { e.send(sdk.DiscoverEvent{Resource: &r}) }
+
+func (e *emitter) failed(kind, region string, err error) {
+	e.send(sdk.DiscoverEvent{Error: &sdk.QueryError{Kind: kind, Region: region, Message: err.Error()}})
+}
+
+// Discover lists everything krops owns for the configured targets: per
+// region concurrently, and the account-wide resources alongside. A query
+// that fails is reported for its kind and region; it never reads as empty.
+func (p *Provider) Discover(ctx context.Context, emit func(sdk.DiscoverEvent) error) error {
+	account, err := p.checkedAccount(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e := &emitter{emit: emit, cancel: cancel}
+	e.send(sdk.DiscoverEvent{Scope: &sdk.Scope{Account: account, Regions: p.s.regions()}})
+	p.scan(ctx, account, e)
+	if e.err != nil {
+		return e.err
+	}
+	return ctx.Err()
+}
+
+// scan runs every scanner concurrently.
+func (p *Provider) scan(ctx context.Context, account string, e *emitter) {
+	var wg sync.WaitGroup
+	run := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	for _, region := range p.s.regions() {
+		for _, t := range p.s.targetsIn(region) {
+			run(func() { p.scanEKS(ctx, t, e) })
+			run(func() { p.scanRDS(ctx, t, e) })
+			run(func() { p.scanNetwork(ctx, t, e) })
+		}
+	}
+	run(func() { p.scanBuckets(ctx, account, e) })
+	run(func() { p.scanIAM(ctx, e) })
+	run(func() { p.scanStack(ctx, e) })
+	wg.Wait()
+}
+
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func evidenceName(key, value string) string {
+	return fmt.Sprintf("name %s from bootstrap.toml %s", value, key)
+}
+
+func (p *Provider) scanEKS(ctx context.Context, t Target, e *emitter) {
+	if t.EKSCluster == "" {
+		return
+	}
+	c, err := p.c.eks(ctx, t.Region)
+	if err != nil {
+		e.failed(KindEKSCluster, t.Region, err)
+		return
+	}
+	out, err := c.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(t.EKSCluster)})
+	if apiCode(err) == "ResourceNotFoundException" {
+		return
+	}
+	if err != nil {
+		e.failed(KindEKSCluster, t.Region, err)
+		return
+	}
+	cluster := sdk.Resource{Kind: KindEKSCluster, ID: t.EKSCluster, Region: t.Region, Cluster: t.Cluster,
+		CreatedAt: out.Cluster.CreatedAt, Tags: out.Cluster.Tags, Evidence: []string{evidenceName("eks-cluster-name", t.EKSCluster)}}
+	pages := eks.NewListNodegroupsPaginator(c, &eks.ListNodegroupsInput{ClusterName: aws.String(t.EKSCluster)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			e.failed(KindEKSNodegroup, t.Region, err)
+			break
+		}
+		for _, ng := range page.Nodegroups {
+			d, err := c.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: aws.String(t.EKSCluster), NodegroupName: aws.String(ng)})
+			if apiCode(err) == "ResourceNotFoundException" {
+				continue
+			}
+			if err != nil {
+				e.failed(KindEKSNodegroup, t.Region, err)
+				continue
+			}
+			id := t.EKSCluster + "/" + ng
+			e.resource(sdk.Resource{Kind: KindEKSNodegroup, ID: id, Region: t.Region, Cluster: t.Cluster,
+				CreatedAt: d.Nodegroup.CreatedAt, Tags: d.Nodegroup.Tags, Evidence: []string{"nodegroup of EKS cluster " + t.EKSCluster}})
+			cluster.DependsOn = append(cluster.DependsOn, id)
+		}
+	}
+	e.resource(cluster)
+}
+
+func (p *Provider) scanRDS(ctx context.Context, t Target, e *emitter) {
+	if t.RDSInstance == "" {
+		return
+	}
+	c, err := p.c.rds(ctx, t.Region)
+	if err != nil {
+		e.failed(KindRDSInstance, t.Region, err)
+		return
+	}
+	out, err := c.DescribeDBInstances(ctx, &rds.DescribeDBInstancesInput{DBInstanceIdentifier: aws.String(t.RDSInstance)})
+	if apiCode(err) == "DBInstanceNotFound" || apiCode(err) == "DBInstanceNotFoundFault" {
+		return
+	}
+	if err != nil {
+		e.failed(KindRDSInstance, t.Region, err)
+		return
+	}
+	for _, db := range out.DBInstances {
+		tags := map[string]string{}
+		for _, tg := range db.TagList {
+			tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+		}
+		e.resource(sdk.Resource{Kind: KindRDSInstance, ID: aws.ToString(db.DBInstanceIdentifier), Region: t.Region, Cluster: t.Cluster,
+			CreatedAt: db.InstanceCreateTime, Tags: tags, Evidence: []string{evidenceName("rds-instance", t.RDSInstance)}})
+	}
+}
+
+func ec2Tags(tags []ec2types.Tag) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m
+}
+
+func filter(name string, values ...string) ec2types.Filter {
+	return ec2types.Filter{Name: aws.String(name), Values: values}
+}
+
+// scanNetwork lists the cluster's CAPA-owned VPCs and everything in them,
+// and the cluster's Elastic IPs.
+func (p *Provider) scanNetwork(ctx context.Context, t Target, e *emitter) {
+	c, err := p.c.ec2(ctx, t.Region)
+	if err != nil {
+		e.failed(KindVPC, t.Region, err)
+		return
+	}
+	owner := filter("tag:"+OwnerTag(t.Cluster), "owned")
+	ownerEvidence := "tag " + OwnerTag(t.Cluster) + "=owned"
+	var vpcs []ec2types.Vpc
+	vp := ec2.NewDescribeVpcsPaginator(c, &ec2.DescribeVpcsInput{Filters: []ec2types.Filter{owner}})
+	for vp.HasMorePages() {
+		page, err := vp.NextPage(ctx)
+		if err != nil {
+			e.failed(KindVPC, t.Region, err)
+			return
+		}
+		vpcs = append(vpcs, page.Vpcs...)
+	}
+	// NAT gateways hold Elastic IPs; the EIPs must wait for them.
+	eipUsers := map[string][]string{}
+	for _, vpc := range vpcs {
+		vpcID := aws.ToString(vpc.VpcId)
+		r := sdk.Resource{Kind: KindVPC, ID: vpcID, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(vpc.Tags), Evidence: []string{ownerEvidence}}
+		inVPC := filter("vpc-id", vpcID)
+		subnetNATs := map[string][]string{}
+
+		np := ec2.NewDescribeNatGatewaysPaginator(c, &ec2.DescribeNatGatewaysInput{Filter: []ec2types.Filter{inVPC, filter("state", "pending", "available", "deleting")}})
+		for np.HasMorePages() {
+			page, err := np.NextPage(ctx)
+			if err != nil {
+				e.failed(KindNATGateway, t.Region, err)
+				break
+			}
+			for _, n := range page.NatGateways {
+				id := aws.ToString(n.NatGatewayId)
+				e.resource(sdk.Resource{Kind: KindNATGateway, ID: id, Region: t.Region, Cluster: t.Cluster, CreatedAt: n.CreateTime,
+					Tags: ec2Tags(n.Tags), Evidence: []string{"in VPC " + vpcID}})
+				r.DependsOn = append(r.DependsOn, id)
+				subnetNATs[aws.ToString(n.SubnetId)] = append(subnetNATs[aws.ToString(n.SubnetId)], id)
+				for _, a := range n.NatGatewayAddresses {
+					if a.AllocationId != nil {
+						eipUsers[*a.AllocationId] = append(eipUsers[*a.AllocationId], id)
+					}
+				}
+			}
+		}
+		sp := ec2.NewDescribeSubnetsPaginator(c, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{inVPC}})
+		for sp.HasMorePages() {
+			page, err := sp.NextPage(ctx)
+			if err != nil {
+				e.failed(KindSubnet, t.Region, err)
+				break
+			}
+			for _, s := range page.Subnets {
+				id := aws.ToString(s.SubnetId)
+				e.resource(sdk.Resource{Kind: KindSubnet, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(s.Tags),
+					Evidence: []string{"in VPC " + vpcID}, DependsOn: subnetNATs[id]})
+				r.DependsOn = append(r.DependsOn, id)
+			}
+		}
+		ip := ec2.NewDescribeInternetGatewaysPaginator(c, &ec2.DescribeInternetGatewaysInput{Filters: []ec2types.Filter{filter("attachment.vpc-id", vpcID)}})
+		for ip.HasMorePages() {
+			page, err := ip.NextPage(ctx)
+			if err != nil {
+				e.failed(KindInternetGateway, t.Region, err)
+				break
+			}
+			for _, g := range page.InternetGateways {
+				id := aws.ToString(g.InternetGatewayId)
+				e.resource(sdk.Resource{Kind: KindInternetGateway, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(g.Tags),
+					Evidence: []string{"attached to VPC " + vpcID}, DependsOn: append([]string(nil), r.DependsOn...)})
+				r.DependsOn = append(r.DependsOn, id)
+			}
+		}
+		rp := ec2.NewDescribeRouteTablesPaginator(c, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{inVPC}})
+		for rp.HasMorePages() {
+			page, err := rp.NextPage(ctx)
+			if err != nil {
+				e.failed(KindRouteTable, t.Region, err)
+				break
+			}
+			for _, rt := range page.RouteTables {
+				if isMain(rt) {
+					continue // goes with the VPC
+				}
+				id := aws.ToString(rt.RouteTableId)
+				e.resource(sdk.Resource{Kind: KindRouteTable, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(rt.Tags), Evidence: []string{"in VPC " + vpcID}})
+				r.DependsOn = append(r.DependsOn, id)
+			}
+		}
+		gp := ec2.NewDescribeSecurityGroupsPaginator(c, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{inVPC}})
+		for gp.HasMorePages() {
+			page, err := gp.NextPage(ctx)
+			if err != nil {
+				e.failed(KindSecurityGroup, t.Region, err)
+				break
+			}
+			for _, g := range page.SecurityGroups {
+				if aws.ToString(g.GroupName) == "default" {
+					continue // goes with the VPC
+				}
+				id := aws.ToString(g.GroupId)
+				e.resource(sdk.Resource{Kind: KindSecurityGroup, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(g.Tags), Evidence: []string{"in VPC " + vpcID}})
+				r.DependsOn = append(r.DependsOn, id)
+			}
+		}
+		e.resource(r)
+	}
+	// DescribeAddresses has no pagination.
+	out, err := c.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{Filters: []ec2types.Filter{owner, filter("domain", "vpc")}})
+	if err != nil {
+		e.failed(KindElasticIP, t.Region, err)
+		return
+	}
+	for _, a := range out.Addresses {
+		id := aws.ToString(a.AllocationId)
+		e.resource(sdk.Resource{Kind: KindElasticIP, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(a.Tags),
+			Evidence: []string{ownerEvidence}, DependsOn: eipUsers[id]})
+	}
+}
+
+func isMain(rt ec2types.RouteTable) bool {
+	for _, a := range rt.Associations {
+		if aws.ToBool(a.Main) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanBuckets matches the account's buckets against s3-bucket-pattern.
+func (p *Provider) scanBuckets(ctx context.Context, account string, e *emitter) {
+	if p.s.bucketPattern == "" {
+		return
+	}
+	want := map[string]Target{}
+	for _, t := range p.s.targets {
+		want[p.s.bucketName(account, t.Cluster)] = t
+	}
+	c, err := p.c.s3(ctx, p.s.mgmt().Region)
+	if err != nil {
+		e.failed(KindS3Bucket, Global, err)
+		return
+	}
+	pages := s3.NewListBucketsPaginator(c, &s3.ListBucketsInput{})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			e.failed(KindS3Bucket, Global, err)
+			return
+		}
+		for _, b := range page.Buckets {
+			t, ok := want[aws.ToString(b.Name)]
+			if !ok {
+				continue
+			}
+			e.resource(sdk.Resource{Kind: KindS3Bucket, ID: aws.ToString(b.Name), Region: t.Region, Cluster: t.Cluster,
+				CreatedAt: b.CreationDate, Evidence: []string{"name matches teardown.s3-bucket-pattern " + p.s.bucketPattern}})
+		}
+	}
+}
+
+// scanIAM finds the clusters' roles by prefix, the global roles and users.
+func (p *Provider) scanIAM(ctx context.Context, e *emitter) {
+	c, err := p.c.iam(ctx, p.s.mgmt().Region)
+	if err != nil {
+		e.failed(KindIAMRole, Global, err)
+		return
+	}
+	global := map[string]bool{}
+	for _, r := range p.s.globalRoles {
+		global[r] = true
+	}
+	pages := iam.NewListRolesPaginator(c, &iam.ListRolesInput{})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			e.failed(KindIAMRole, Global, err)
+			break
+		}
+		for _, r := range page.Roles {
+			name := aws.ToString(r.RoleName)
+			var evidence, cluster string
+			switch {
+			case global[name]:
+				evidence = "listed in teardown.global-iam-roles"
+			default:
+				for _, t := range p.s.targets {
+					if t.IAMRolePrefix != "" && strings.HasPrefix(name, t.IAMRolePrefix) {
+						evidence, cluster = "name starts with teardown.mgmt-iam-role-prefix "+t.IAMRolePrefix, t.Cluster
+					}
+				}
+			}
+			if evidence == "" {
+				continue
+			}
+			e.resource(sdk.Resource{Kind: KindIAMRole, ID: name, Region: Global, Cluster: cluster, CreatedAt: r.CreateDate, Evidence: []string{evidence}})
+		}
+	}
+	for _, u := range sortedUnique(p.s.globalUsers) {
+		out, err := c.GetUser(ctx, &iam.GetUserInput{UserName: aws.String(u)})
+		if apiCode(err) == "NoSuchEntity" {
+			continue
+		}
+		if err != nil {
+			e.failed(KindIAMUser, Global, err)
+			continue
+		}
+		tags := map[string]string{}
+		for _, tg := range out.User.Tags {
+			tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+		}
+		e.resource(sdk.Resource{Kind: KindIAMUser, ID: u, Region: Global, CreatedAt: out.User.CreateDate, Tags: tags, Evidence: []string{"listed in teardown.global-iam-users"}})
+	}
+}
+
+// scanStack looks up the CAPA bootstrap CloudFormation stack in the
+// management region, where `clusterawsadm bootstrap iam` creates it.
+func (p *Provider) scanStack(ctx context.Context, e *emitter) {
+	if p.s.cfnStack == "" {
+		return
+	}
+	region := p.s.mgmt().Region
+	c, err := p.c.cfn(ctx, region)
+	if err != nil {
+		e.failed(KindCFNStack, region, err)
+		return
+	}
+	out, err := c.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(p.s.cfnStack)})
+	if apiCode(err) == "ValidationError" && strings.Contains(err.Error(), "does not exist") {
+		return
+	}
+	if err != nil {
+		e.failed(KindCFNStack, region, err)
+		return
+	}
+	for _, st := range out.Stacks {
+		if st.StackStatus == cfntypes.StackStatusDeleteComplete {
+			continue
+		}
+		tags := map[string]string{}
+		for _, tg := range st.Tags {
+			tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+		}
+		created := st.CreationTime
+		if created != nil {
+			c := created.UTC().Truncate(time.Second)
+			created = &c
+		}
+		e.resource(sdk.Resource{Kind: KindCFNStack, ID: aws.ToString(st.StackName), Region: region, CreatedAt: created, Tags: tags,
+			Evidence: []string{"teardown.cfn-stack-name"}})
+	}
+}

@@ -1,0 +1,251 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kropsdev/krops/plugins/aws/awstest"
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/sdkconformance"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sdk.CleanupClients()
+	os.Exit(code)
+}
+
+// load starts the real plugin subprocess and configures it for the aws
+// environment against endpoint (moto, or a fault proxy in front of it).
+func load(t *testing.T, m *testenv.MotoServer, endpoint string, raw string) *sdk.Client {
+	t.Helper()
+	c, err := sdk.Load(context.Background(), "aws", sdk.LoadOptions{Path: sdktest.Build(t, ".", "aws"), Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env := m.Env()
+	env["AWS_ENDPOINT_URL"] = endpoint
+	env["AWS_MAX_ATTEMPTS"] = "3"
+	if err := c.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: []byte(raw)}, func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok && v != ""
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type discovered struct {
+	scope     *sdk.Scope
+	resources []sdk.Resource
+	errors    []sdk.QueryError
+}
+
+func discover(t *testing.T, c *sdk.Client) discovered {
+	t.Helper()
+	var d discovered
+	err := c.Discover(context.Background(), func(e sdk.DiscoverEvent) error {
+		switch {
+		case e.Scope != nil:
+			d.scope = e.Scope
+		case e.Resource != nil:
+			d.resources = append(d.resources, *e.Resource)
+		case e.Error != nil:
+			d.errors = append(d.errors, *e.Error)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (d discovered) set() []string {
+	var out []string
+	for _, r := range d.resources {
+		out = append(out, r.Kind+" "+r.ID)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// One moto server and footprint serve every subtest: discovery and
+// preflight only read.
+func TestAgainstMoto(t *testing.T) {
+	m := testenv.Moto(t, testenv.MotoOptions{})
+	fp := awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 8})
+
+	t.Run("discover finds exactly the krops set", func(t *testing.T) {
+		proxy := testenv.NewFaultProxy(t, m.URL)
+		d := discover(t, load(t, m, proxy.URL, awstest.ConfigJSON))
+		if len(d.errors) > 0 {
+			t.Fatalf("query errors: %+v", d.errors)
+		}
+		if got, want := strings.Join(d.set(), "\n"), strings.Join(fp.Sorted(), "\n"); got != want {
+			t.Errorf("discovered:\n%s\nwant:\n%s", got, want)
+		}
+		for _, decoy := range fp.Decoys {
+			for _, r := range d.set() {
+				if r == decoy {
+					t.Errorf("decoy %s was discovered", decoy)
+				}
+			}
+		}
+		if d.scope == nil || d.scope.Account != awstest.Account || strings.Join(d.scope.Regions, ",") != "eu-north-1,eu-west-1" {
+			t.Errorf("scope %+v", d.scope)
+		}
+		proxy.AssertNoMutation(t)
+		for _, r := range d.resources {
+			if len(r.Evidence) == 0 {
+				t.Errorf("%s %s carries no evidence of ownership", r.Kind, r.ID)
+			}
+			if r.Kind == "vpc" && !contains(r.DependsOn, "subnet") {
+				t.Errorf("vpc %s must wait for its subnets: %v", r.ID, r.DependsOn)
+			}
+		}
+	})
+
+	t.Run("a failing query is reported and the rest still returned", func(t *testing.T) {
+		proxy := testenv.NewFaultProxy(t, m.URL)
+		proxy.Add(testenv.Rule{Action: "DescribeNatGateways", Status: http.StatusForbidden, Code: "UnauthorizedOperation"})
+		d := discover(t, load(t, m, proxy.URL, awstest.ConfigJSON))
+		regions := map[string]bool{}
+		for _, e := range d.errors {
+			if e.Kind != "nat-gateway" {
+				t.Errorf("unexpected error %+v", e)
+			}
+			regions[e.Region] = true
+		}
+		if !regions["eu-north-1"] || !regions["eu-west-1"] {
+			t.Errorf("the NAT gateway failure must be reported per region: %+v", d.errors)
+		}
+		got := strings.Join(d.set(), "\n")
+		for _, want := range fp.Sorted() {
+			if strings.HasPrefix(want, "nat-gateway ") {
+				if strings.Contains(got, want) {
+					t.Errorf("%s reported although its query failed", want)
+				}
+				continue
+			}
+			if !strings.Contains(got, want) {
+				t.Errorf("%s missing: one failing type must not hide the others", want)
+			}
+		}
+	})
+
+	t.Run("preflight quotas", func(t *testing.T) {
+		cases := []struct {
+			name        string
+			eipQuota    map[string]int
+			wantShort   []string
+			wantDesired map[string]int
+		}{
+			// eu-north-1: 2 clusters need 6; 5 EIPs allocated, 4 of them ours, 1 foreign.
+			// eu-west-1: 1 cluster needs 3; 2 allocated, both ours.
+			{"rerun after a partial run passes: our own EIPs count as available", map[string]int{"eu-north-1": 7, "eu-west-1": 3}, nil, nil},
+			{"a foreign EIP makes a region short", map[string]int{"eu-north-1": 6, "eu-west-1": 3}, []string{"eu-north-1"}, map[string]int{"eu-north-1": 7}},
+			{"all short regions are reported together", map[string]int{"eu-north-1": 5, "eu-west-1": 2}, []string{"eu-north-1", "eu-west-1"}, map[string]int{"eu-north-1": 7, "eu-west-1": 3}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				proxy := testenv.NewFaultProxy(t, m.URL)
+				proxy.Add(testenv.Rule{Action: "GetServiceQuota", Respond: eipQuotaStandIn(t, m.URL, tc.eipQuota)})
+				checks, err := load(t, m, proxy.URL, awstest.ConfigJSON).Preflight(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				short := map[string]sdk.Check{}
+				for _, c := range checks {
+					if !c.OK {
+						short[c.Name] = c
+					}
+				}
+				if len(short) != len(tc.wantShort) {
+					t.Errorf("failed checks %+v, want short %v", short, tc.wantShort)
+				}
+				for _, region := range tc.wantShort {
+					c, ok := short["Elastic IPs in "+region]
+					want := fmt.Sprintf("aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-0263D0A3 --desired-value %d --region %s", tc.wantDesired[region], region)
+					if !ok || c.Remedy != want {
+						t.Errorf("%s: check %+v, want remedy %q", region, c, want)
+					}
+				}
+				proxy.AssertNoMutation(t)
+			})
+		}
+	})
+
+	t.Run("an account outside the allow-list is refused before any listing", func(t *testing.T) {
+		proxy := testenv.NewFaultProxy(t, m.URL)
+		raw := strings.Replace(awstest.ConfigJSON, `"mgmt-cluster":`, `"allowed-accounts": ["999999999999"], "mgmt-cluster":`, 1)
+		c := load(t, m, proxy.URL, raw)
+		err := c.Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "123456789012 is not in") {
+			t.Fatalf("err = %v", err)
+		}
+		if got := strings.Join(proxy.Actions(), ","); got != "GetCallerIdentity" {
+			t.Errorf("calls before refusing: %s (only the identity check may run)", got)
+		}
+		checks, err := c.Preflight(context.Background())
+		if err != nil || len(checks) != 1 || checks[0].OK {
+			t.Errorf("preflight %+v %v", checks, err)
+		}
+	})
+}
+
+// The conformance suite re-runs this test as a host process, so it gets a
+// moto of its own rather than TestAgainstMoto's footprint.
+func TestConformance(t *testing.T) {
+	m := testenv.Moto(t, testenv.MotoOptions{})
+	sdkconformance.Run(t, sdktest.Build(t, ".", "aws"), sdkconformance.Options{Config: sdk.Config{Raw: []byte(awstest.ConfigJSON)}, Env: m.Env()})
+}
+
+func contains(ids []string, prefix string) bool {
+	for _, id := range ids {
+		if strings.HasPrefix(id, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+var scopeRegion = regexp.MustCompile(`Credential=[^/]+/[0-9]+/([^/]+)/`)
+
+// eipQuotaStandIn is a STAND-IN for Service Quotas' EC2 Elastic IP quota
+// (L-0263D0A3), which moto does not serve; every other quota request goes
+// on to moto.
+func eipQuotaStandIn(t *testing.T, motoURL string, perRegion map[string]int) http.HandlerFunc {
+	target, _ := url.Parse(motoURL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var in struct{ ServiceCode, QuotaCode string }
+		_ = json.Unmarshal(body, &in)
+		if in.QuotaCode != "L-0263D0A3" {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		region := ""
+		if m := scopeRegion.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+			region = m[1]
+		}
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprintf(w, `{"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3", "QuotaName": "EC2-VPC Elastic IPs", "Value": %d}}`, perRegion[region])
+	}
+}
