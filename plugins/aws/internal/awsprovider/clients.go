@@ -69,7 +69,9 @@ func (c *clients) config(ctx context.Context, region string) (aws.Config, error)
 
 // pathStyle is needed for S3 when an endpoint override (an emulator or a
 // proxy) is not a virtual-host-capable name.
-func pathStyle() bool { return os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" }
+func pathStyle() bool {
+	return os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != ""
+}
 
 func (c *clients) ec2(ctx context.Context, region string) (*ec2.Client, error) {
 	cfg, err := c.config(ctx, region)
