@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -117,7 +118,10 @@ type Options struct {
 func config(t testing.TB, endpoint, region string) aws.Config {
 	t.Helper()
 	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion(region), awsconfig.WithBaseEndpoint(endpoint),
-		awsconfig.WithRetryMaxAttempts(1))
+		awsconfig.WithRetryMaxAttempts(1),
+		// moto takes any credentials; static ones keep the machine's own
+		// (or an instance role) out of the tests.
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("testing", "testing", "")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
@@ -207,11 +208,50 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 		case <-ctx.Done():
 		}
 	}()
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err != nil {
 		fmt.Fprintf(app.ErrWriter, "%s: error: %v\n", app.Name, err)
 	}
 	return ExitCode(err)
+}
+
+// flagsFirst moves flags given after positional arguments in front of them:
+// urfave/cli v2 stops reading flags at the first argument, and users type
+// `krops-orphans aws --output json`. Argv naming a subcommand is left alone.
+func flagsFirst(app *ucli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	boolean := map[string]bool{"help": true, "h": true}
+	for _, f := range app.Flags {
+		if _, ok := f.(*ucli.BoolFlag); ok {
+			for _, n := range f.Names() {
+				boolean[n] = true
+			}
+		}
+	}
+	var flags, positional []string
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i:]...)
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && !boolean[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		positional = append(positional, a)
+	}
+	if len(positional) > 0 && app.Command(positional[0]) != nil {
+		return args
+	}
+	return append(append([]string{args[0]}, flags...), positional...)
 }
 
 // KnobFlags returns string flags bound to the named knobs' environment

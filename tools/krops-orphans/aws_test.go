@@ -1,0 +1,100 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kropsdev/krops/plugins/aws/awstest"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+// idPattern matches the ids moto generates at random, so golden files can
+// hold stable placeholders.
+var idPattern = regexp.MustCompile(`\b(vpc|subnet|igw|rtb|sg|nat|eipalloc)-[0-9a-f]{8,17}\b`)
+
+func normalise(s string) string {
+	return idPattern.ReplaceAllString(s, "$1-<id>")
+}
+
+// awsFixture runs krops-orphans with the real aws plugin against moto
+// through a fault proxy that fails the test on any mutating call.
+func awsFixture(t *testing.T) (fixture, *testenv.FaultProxy, []string) {
+	t.Helper()
+	f := setup(t, "{}")
+	if err := os.WriteFile(filepath.Join(f.dir, "bootstrap.toml"), []byte(awstest.BootstrapTOML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(sdktest.Build(t, "github.com/kropsdev/krops/plugins/aws", "aws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.pluginDir, "krops-provider-aws"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
+	awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 2})
+	proxy := testenv.NewFaultProxy(t, m.URL)
+	t.Cleanup(func() { proxy.AssertNoMutation(t) })
+	var env []string
+	for k, v := range m.Env() {
+		if k == "AWS_ENDPOINT_URL" {
+			v = proxy.URL
+		}
+		env = append(env, k+"="+v)
+	}
+	return f, proxy, append(env, "AWS_MAX_ATTEMPTS=3")
+}
+
+func TestAWSReportAgainstMotoIsReadOnly(t *testing.T) {
+	f, _, env := awsFixture(t)
+	// moto stamps everything "now": evaluate the report 10 hours later.
+	later := time.Now().UTC().Add(10 * time.Hour).Format(time.RFC3339)
+	out, errOut, code := f.run(t, env, "aws", "--now", later)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	norm := normalise(out)
+	norm = regexp.MustCompile(`Scanned at: \S+`).ReplaceAllString(norm, "Scanned at: <time>")
+	// Table rows in a stable order once ids are placeholders.
+	lines := strings.Split(norm, "\n")
+	var rows, rest []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| Kind") && !strings.HasPrefix(l, "| Run") && strings.Count(l, "|") == 7 {
+			rows = append(rows, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	sort.Strings(rows)
+	golden(t, "aws-report.md", strings.Join(rest, "\n")+"\n--- rows (sorted) ---\n"+strings.Join(rows, "\n")+"\n")
+	for _, decoy := range []string{"someone-elses", "unrelated-role", "| iam-user | global | someone |"} {
+		if strings.Contains(out, decoy) {
+			t.Errorf("decoy %q in the report", decoy)
+		}
+	}
+	// An hour after creation the timed resources are recent, and the
+	// VPC-side ones (no creation time in EC2) stay orphans.
+	soon := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
+	out, _, code = f.run(t, env, "aws", "--now", soon, "--output", "json")
+	if code != 0 || !strings.Contains(out, `"recent_count": 22`) {
+		t.Errorf("an hour later, timed resources are recent:\n%s", out)
+	}
+}
+
+func TestAWSReportWithAFailingResourceType(t *testing.T) {
+	f, proxy, env := awsFixture(t)
+	proxy.Add(testenv.Rule{Action: "DescribeDBInstances", Status: 403, Code: "AccessDenied"})
+	out, _, code := f.run(t, env, "aws")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(out, "- rds-instance in eu-north-1: ") || !strings.Contains(out, "- rds-instance in eu-west-1: ") || !strings.Contains(out, "| eks-cluster |") {
+		t.Errorf("the failing type must be listed under Errors and the rest reported:\n%s", out)
+	}
+}
