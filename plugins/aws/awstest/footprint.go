@@ -113,6 +113,9 @@ func (f *Footprint) Sorted() []string {
 type Options struct {
 	// ObjectVersions per bucket (versions and delete markers).
 	ObjectVersions int
+	// ExtraPerVPC adds that many subnets and security groups to each
+	// cluster's VPC (to size benchmarks).
+	ExtraPerVPC int
 }
 
 func config(t testing.TB, endpoint, region string) aws.Config {
@@ -163,7 +166,7 @@ func Build(t testing.TB, endpoint string, o Options) (fp *Footprint) {
 	f := &Footprint{}
 	for _, c := range Clusters {
 		cfg := config(t, endpoint, c.Region)
-		f.network(t, ctx, ec2.NewFromConfig(cfg), c)
+		f.network(t, ctx, ec2.NewFromConfig(cfg), c, o.ExtraPerVPC)
 		f.eks(t, ctx, eks.NewFromConfig(cfg), ec2.NewFromConfig(cfg), c)
 		if c.RDS != "" {
 			must(rds.NewFromConfig(cfg).CreateDBInstance(ctx, &rds.CreateDBInstanceInput{
@@ -209,7 +212,7 @@ func Build(t testing.TB, endpoint string, o Options) (fp *Footprint) {
 	return f
 }
 
-func (f *Footprint) network(t testing.TB, ctx context.Context, ec *ec2.Client, c Cluster) {
+func (f *Footprint) network(t testing.TB, ctx context.Context, ec *ec2.Client, c Cluster, extra int) {
 	owner := map[string]string{"sigs.k8s.io/cluster-api-provider-aws/cluster/" + c.Name: "owned", "krops.io/run-id": "aws-run-1"}
 	cidr := map[string]string{"eu-north-1-management": "10.0", "eu-north-1-workload": "10.1", "eu-west-1-workload": "10.2"}[c.Name]
 	vpc := must(ec.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String(cidr + ".0.0/16"), TagSpecifications: tagSpec(ec2types.ResourceTypeVpc, owner)}))
@@ -236,6 +239,14 @@ func (f *Footprint) network(t testing.TB, ctx context.Context, ec *ec2.Client, c
 	must(ec.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(sgID),
 		IpPermissions: []ec2types.IpPermission{{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(443), ToPort: aws.Int32(443), IpRanges: []ec2types.IpRange{{CidrIp: aws.String("10.0.0.0/8")}}}}}))
 	f.own("security-group", sgID)
+	for i := range extra {
+		s := must(ec.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: aws.String(vpcID), CidrBlock: aws.String(fmt.Sprintf("%s.%d.0/24", cidr, 10+i)),
+			TagSpecifications: tagSpec(ec2types.ResourceTypeSubnet, owner)}))
+		f.own("subnet", aws.ToString(s.Subnet.SubnetId))
+		g := must(ec.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String(fmt.Sprintf("%s-extra-%d", c.Name, i)),
+			Description: aws.String("extra"), VpcId: aws.String(vpcID)}))
+		f.own("security-group", aws.ToString(g.GroupId))
+	}
 	for i := range 2 {
 		eip := must(ec.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc, TagSpecifications: tagSpec(ec2types.ResourceTypeElasticIp, owner)}))
 		f.own("elastic-ip", aws.ToString(eip.AllocationId))

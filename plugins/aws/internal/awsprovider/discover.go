@@ -89,24 +89,19 @@ func (p *Provider) Discover(ctx context.Context, emit func(sdk.DiscoverEvent) er
 	return ctx.Err()
 }
 
-// scan runs every scanner concurrently.
+// scan runs every scanner concurrently. The number of scanners is bounded
+// by the configuration (three per cluster plus three account-wide), so no
+// further limit is needed; the SDK's adaptive retryer slows down if AWS
+// throttles.
 func (p *Provider) scan(ctx context.Context, account string, e *emitter) {
-	var wg sync.WaitGroup
-	run := func(f func()) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f() }()
-	}
+	var fns []func()
 	for _, region := range p.s.regions() {
 		for _, t := range p.s.targetsIn(region) {
-			run(func() { p.scanEKS(ctx, t, e) })
-			run(func() { p.scanRDS(ctx, t, e) })
-			run(func() { p.scanNetwork(ctx, t, e) })
+			fns = append(fns, func() { p.scanEKS(ctx, t, e) }, func() { p.scanRDS(ctx, t, e) }, func() { p.scanNetwork(ctx, t, e) })
 		}
 	}
-	run(func() { p.scanBuckets(ctx, account, e) })
-	run(func() { p.scanIAM(ctx, e) })
-	run(func() { p.scanStack(ctx, e) })
-	wg.Wait()
+	fns = append(fns, func() { p.scanBuckets(ctx, account, e) }, func() { p.scanIAM(ctx, e) }, func() { p.scanStack(ctx, e) })
+	p.parallel(fns...)
 }
 
 func apiCode(err error) string {
@@ -227,92 +222,7 @@ func (p *Provider) scanNetwork(ctx context.Context, t Target, e *emitter) {
 	// NAT gateways hold Elastic IPs; the EIPs must wait for them.
 	eipUsers := map[string][]string{}
 	for _, vpc := range vpcs {
-		vpcID := aws.ToString(vpc.VpcId)
-		r := sdk.Resource{Kind: KindVPC, ID: vpcID, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(vpc.Tags), Evidence: []string{ownerEvidence}}
-		inVPC := filter("vpc-id", vpcID)
-		subnetNATs := map[string][]string{}
-
-		np := ec2.NewDescribeNatGatewaysPaginator(c, &ec2.DescribeNatGatewaysInput{Filter: []ec2types.Filter{inVPC, filter("state", "pending", "available", "deleting")}})
-		for np.HasMorePages() {
-			page, err := np.NextPage(ctx)
-			if err != nil {
-				e.failed(KindNATGateway, t.Region, err)
-				break
-			}
-			for _, n := range page.NatGateways {
-				id := aws.ToString(n.NatGatewayId)
-				e.resource(sdk.Resource{Kind: KindNATGateway, ID: id, Region: t.Region, Cluster: t.Cluster, CreatedAt: n.CreateTime,
-					Tags: ec2Tags(n.Tags), Evidence: []string{"in VPC " + vpcID}})
-				r.DependsOn = append(r.DependsOn, id)
-				subnetNATs[aws.ToString(n.SubnetId)] = append(subnetNATs[aws.ToString(n.SubnetId)], id)
-				for _, a := range n.NatGatewayAddresses {
-					if a.AllocationId != nil {
-						eipUsers[*a.AllocationId] = append(eipUsers[*a.AllocationId], id)
-					}
-				}
-			}
-		}
-		sp := ec2.NewDescribeSubnetsPaginator(c, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{inVPC}})
-		for sp.HasMorePages() {
-			page, err := sp.NextPage(ctx)
-			if err != nil {
-				e.failed(KindSubnet, t.Region, err)
-				break
-			}
-			for _, s := range page.Subnets {
-				id := aws.ToString(s.SubnetId)
-				e.resource(sdk.Resource{Kind: KindSubnet, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(s.Tags),
-					Evidence: []string{"in VPC " + vpcID}, DependsOn: subnetNATs[id]})
-				r.DependsOn = append(r.DependsOn, id)
-			}
-		}
-		ip := ec2.NewDescribeInternetGatewaysPaginator(c, &ec2.DescribeInternetGatewaysInput{Filters: []ec2types.Filter{filter("attachment.vpc-id", vpcID)}})
-		for ip.HasMorePages() {
-			page, err := ip.NextPage(ctx)
-			if err != nil {
-				e.failed(KindInternetGateway, t.Region, err)
-				break
-			}
-			for _, g := range page.InternetGateways {
-				id := aws.ToString(g.InternetGatewayId)
-				e.resource(sdk.Resource{Kind: KindInternetGateway, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(g.Tags),
-					Evidence: []string{"attached to VPC " + vpcID}, DependsOn: append([]string(nil), r.DependsOn...)})
-				r.DependsOn = append(r.DependsOn, id)
-			}
-		}
-		rp := ec2.NewDescribeRouteTablesPaginator(c, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{inVPC}})
-		for rp.HasMorePages() {
-			page, err := rp.NextPage(ctx)
-			if err != nil {
-				e.failed(KindRouteTable, t.Region, err)
-				break
-			}
-			for _, rt := range page.RouteTables {
-				if isMain(rt) {
-					continue // goes with the VPC
-				}
-				id := aws.ToString(rt.RouteTableId)
-				e.resource(sdk.Resource{Kind: KindRouteTable, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(rt.Tags), Evidence: []string{"in VPC " + vpcID}})
-				r.DependsOn = append(r.DependsOn, id)
-			}
-		}
-		gp := ec2.NewDescribeSecurityGroupsPaginator(c, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{inVPC}})
-		for gp.HasMorePages() {
-			page, err := gp.NextPage(ctx)
-			if err != nil {
-				e.failed(KindSecurityGroup, t.Region, err)
-				break
-			}
-			for _, g := range page.SecurityGroups {
-				if aws.ToString(g.GroupName) == "default" {
-					continue // goes with the VPC
-				}
-				id := aws.ToString(g.GroupId)
-				e.resource(sdk.Resource{Kind: KindSecurityGroup, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(g.Tags), Evidence: []string{"in VPC " + vpcID}})
-				r.DependsOn = append(r.DependsOn, id)
-			}
-		}
-		e.resource(r)
+		p.scanVPC(ctx, c, t, vpc, ownerEvidence, eipUsers, e)
 	}
 	// DescribeAddresses has no pagination.
 	out, err := c.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{Filters: []ec2types.Filter{owner, filter("domain", "vpc")}})
@@ -325,6 +235,153 @@ func (p *Provider) scanNetwork(ctx context.Context, t Target, e *emitter) {
 		e.resource(sdk.Resource{Kind: KindElasticIP, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(a.Tags),
 			Evidence: []string{ownerEvidence}, DependsOn: eipUsers[id]})
 	}
+}
+
+// vpcContents is what one VPC holds, listed concurrently.
+type vpcContents struct {
+	nats    []ec2types.NatGateway
+	subnets []ec2types.Subnet
+	igws    []ec2types.InternetGateway
+	rts     []ec2types.RouteTable
+	sgs     []ec2types.SecurityGroup
+	failed  map[string]error
+}
+
+func (p *Provider) listVPC(ctx context.Context, c *ec2.Client, vpcID string) vpcContents {
+	inVPC := filter("vpc-id", vpcID)
+	var v vpcContents
+	var mu sync.Mutex
+	v.failed = map[string]error{}
+	fail := func(kind string, err error) { mu.Lock(); v.failed[kind] = err; mu.Unlock() }
+	p.parallel(
+		func() {
+			pages := ec2.NewDescribeNatGatewaysPaginator(c, &ec2.DescribeNatGatewaysInput{Filter: []ec2types.Filter{inVPC, filter("state", "pending", "available", "deleting")}})
+			for pages.HasMorePages() {
+				page, err := pages.NextPage(ctx)
+				if err != nil {
+					fail(KindNATGateway, err)
+					return
+				}
+				v.nats = append(v.nats, page.NatGateways...)
+			}
+		},
+		func() {
+			pages := ec2.NewDescribeSubnetsPaginator(c, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{inVPC}})
+			for pages.HasMorePages() {
+				page, err := pages.NextPage(ctx)
+				if err != nil {
+					fail(KindSubnet, err)
+					return
+				}
+				v.subnets = append(v.subnets, page.Subnets...)
+			}
+		},
+		func() {
+			pages := ec2.NewDescribeInternetGatewaysPaginator(c, &ec2.DescribeInternetGatewaysInput{Filters: []ec2types.Filter{filter("attachment.vpc-id", vpcID)}})
+			for pages.HasMorePages() {
+				page, err := pages.NextPage(ctx)
+				if err != nil {
+					fail(KindInternetGateway, err)
+					return
+				}
+				v.igws = append(v.igws, page.InternetGateways...)
+			}
+		},
+		func() {
+			pages := ec2.NewDescribeRouteTablesPaginator(c, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{inVPC}})
+			for pages.HasMorePages() {
+				page, err := pages.NextPage(ctx)
+				if err != nil {
+					fail(KindRouteTable, err)
+					return
+				}
+				v.rts = append(v.rts, page.RouteTables...)
+			}
+		},
+		func() {
+			pages := ec2.NewDescribeSecurityGroupsPaginator(c, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{inVPC}})
+			for pages.HasMorePages() {
+				page, err := pages.NextPage(ctx)
+				if err != nil {
+					fail(KindSecurityGroup, err)
+					return
+				}
+				v.sgs = append(v.sgs, page.SecurityGroups...)
+			}
+		},
+	)
+	return v
+}
+
+// scanVPC reports one VPC and its contents with their dependency edges:
+// subnets wait for their NAT gateways, internet gateways for everything
+// that may hold public addresses, the VPC for all of it.
+func (p *Provider) scanVPC(ctx context.Context, c *ec2.Client, t Target, vpc ec2types.Vpc, ownerEvidence string, eipUsers map[string][]string, e *emitter) {
+	vpcID := aws.ToString(vpc.VpcId)
+	v := p.listVPC(ctx, c, vpcID)
+	for kind, err := range v.failed {
+		e.failed(kind, t.Region, err)
+	}
+	r := sdk.Resource{Kind: KindVPC, ID: vpcID, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(vpc.Tags), Evidence: []string{ownerEvidence}}
+	in := []string{"in VPC " + vpcID}
+	subnetNATs := map[string][]string{}
+	for _, n := range v.nats {
+		id := aws.ToString(n.NatGatewayId)
+		e.resource(sdk.Resource{Kind: KindNATGateway, ID: id, Region: t.Region, Cluster: t.Cluster, CreatedAt: n.CreateTime, Tags: ec2Tags(n.Tags), Evidence: in})
+		r.DependsOn = append(r.DependsOn, id)
+		subnetNATs[aws.ToString(n.SubnetId)] = append(subnetNATs[aws.ToString(n.SubnetId)], id)
+		for _, a := range n.NatGatewayAddresses {
+			if a.AllocationId != nil {
+				eipUsers[*a.AllocationId] = append(eipUsers[*a.AllocationId], id)
+			}
+		}
+	}
+	for _, s := range v.subnets {
+		id := aws.ToString(s.SubnetId)
+		e.resource(sdk.Resource{Kind: KindSubnet, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(s.Tags), Evidence: in, DependsOn: subnetNATs[id]})
+		r.DependsOn = append(r.DependsOn, id)
+	}
+	natsAndSubnets := append([]string(nil), r.DependsOn...)
+	for _, g := range v.igws {
+		id := aws.ToString(g.InternetGatewayId)
+		e.resource(sdk.Resource{Kind: KindInternetGateway, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(g.Tags),
+			Evidence: []string{"attached to VPC " + vpcID}, DependsOn: natsAndSubnets})
+		r.DependsOn = append(r.DependsOn, id)
+	}
+	for _, rt := range v.rts {
+		if isMain(rt) {
+			continue // goes with the VPC
+		}
+		id := aws.ToString(rt.RouteTableId)
+		e.resource(sdk.Resource{Kind: KindRouteTable, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(rt.Tags), Evidence: in})
+		r.DependsOn = append(r.DependsOn, id)
+	}
+	for _, g := range v.sgs {
+		if aws.ToString(g.GroupName) == "default" {
+			continue // goes with the VPC
+		}
+		id := aws.ToString(g.GroupId)
+		e.resource(sdk.Resource{Kind: KindSecurityGroup, ID: id, Region: t.Region, Cluster: t.Cluster, Tags: ec2Tags(g.Tags), Evidence: in})
+		r.DependsOn = append(r.DependsOn, id)
+	}
+	e.resource(r)
+}
+
+// parallel runs fns concurrently, or one after another when the provider
+// is in sequential mode (the benchmarks' baseline).
+func (p *Provider) parallel(fns ...func()) {
+	if p.o.Sequential {
+		for _, f := range fns {
+			f()
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, f := range fns {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	wg.Wait()
 }
 
 func isMain(rt ec2types.RouteTable) bool {

@@ -32,6 +32,9 @@ const (
 type Options struct {
 	HTTPClient  *http.Client
 	MaxAttempts int
+	// Sequential runs every query one after another: the baseline the
+	// benchmarks compare the concurrent scan with.
+	Sequential bool
 }
 
 // Provider is the aws provider.

@@ -1,0 +1,66 @@
+package awsprovider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kropsdev/krops/plugins/aws/awstest"
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+// BenchmarkDiscover scans about 300 resources in two regions through a
+// fault proxy that adds 50 ms to every call (moto answers at once, AWS does
+// not), and compares the concurrent scan with the same code run
+// sequentially in the same run.
+func BenchmarkDiscover(b *testing.B) {
+	m := testenv.Moto(b, testenv.MotoOptions{})
+	fp := awstest.Build(b, m.URL, awstest.Options{ExtraPerVPC: 40})
+	proxy := testenv.NewFaultProxy(b, m.URL)
+	proxy.Add(testenv.Rule{Delay: 50 * time.Millisecond})
+	b.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+
+	scan := func(sequential bool) (time.Duration, int, int) {
+		p := New("bench", Options{Sequential: sequential})
+		if err := p.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: []byte(awstest.ConfigJSON)}); err != nil {
+			b.Fatal(err)
+		}
+		before := len(proxy.Requests())
+		found := 0
+		start := time.Now()
+		err := p.Discover(context.Background(), func(e sdk.DiscoverEvent) error {
+			if e.Error != nil {
+				return fmt.Errorf("query failed: %+v", e.Error)
+			}
+			if e.Resource != nil {
+				found++
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start), len(proxy.Requests()) - before, found
+	}
+	var conc, seq time.Duration
+	var calls, seqCalls, found int
+	for b.Loop() {
+		d, n, f := scan(true)
+		seq += d
+		seqCalls = n
+		d, n, f2 := scan(false)
+		conc += d
+		calls, found = n, f2
+		if f != f2 || f2 != len(fp.Owned) {
+			b.Fatalf("found %d concurrently, %d sequentially, want %d", f2, f, len(fp.Owned))
+		}
+	}
+	b.ReportMetric(float64(found), "resources")
+	b.ReportMetric(float64(calls), "api_calls")
+	b.ReportMetric(float64(calls)/float64(seqCalls), "calls_x_of_baseline")
+	b.ReportMetric(conc.Seconds()/float64(b.N), "s/scan")
+	b.ReportMetric(seq.Seconds()/float64(b.N), "baseline_s/scan")
+	b.ReportMetric(float64(seq)/float64(conc), "x_vs_baseline")
+}
