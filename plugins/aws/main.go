@@ -3,6 +3,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/kropsdev/krops/plugins/aws/internal/awsprovider"
 	"github.com/kropsdev/krops/plugins/sdk"
 )
@@ -11,5 +13,7 @@ import (
 var version = "dev"
 
 func main() {
-	sdk.Serve(awsprovider.New(version, awsprovider.Options{}), sdk.ServeOptions{})
+	// Asynchronous deletions take minutes on AWS; polling every 10 s keeps
+	// the sweep responsive without spending API calls.
+	sdk.Serve(awsprovider.New(version, awsprovider.Options{PollInterval: 10 * time.Second}), sdk.ServeOptions{})
 }

@@ -39,7 +39,7 @@ func load(t *testing.T, m *testenv.MotoServer, endpoint string, raw string) *sdk
 	t.Cleanup(c.Close)
 	env := m.Env()
 	env["AWS_ENDPOINT_URL"] = endpoint
-	env["AWS_MAX_ATTEMPTS"] = "3"
+	env["KROPS_AWS_POLL_INTERVAL"] = os.Getenv("KROPS_AWS_POLL_INTERVAL")
 	if err := c.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: []byte(raw)}, func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok && v != ""

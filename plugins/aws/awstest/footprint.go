@@ -113,6 +113,9 @@ func (f *Footprint) Sorted() []string {
 type Options struct {
 	// ObjectVersions per bucket (versions and delete markers).
 	ObjectVersions int
+	// BigBucketVersions, when set, replaces ObjectVersions for the
+	// management cluster's bucket (to cross the 1000-key batch size once).
+	BigBucketVersions int
 	// ExtraPerVPC adds that many subnets and security groups to each
 	// cluster's VPC (to size benchmarks).
 	ExtraPerVPC int
@@ -176,7 +179,11 @@ func Build(t testing.TB, endpoint string, o Options) (fp *Footprint) {
 			f.own("rds-instance", c.RDS)
 		}
 		bucket := fmt.Sprintf("krops-%s-%s-data", Account, c.Name)
-		f.bucket(t, ctx, s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }), c.Region, bucket, o.ObjectVersions)
+		versions := o.ObjectVersions
+		if o.BigBucketVersions > 0 && c.Name == Clusters[0].Name {
+			versions = o.BigBucketVersions
+		}
+		f.bucket(t, ctx, s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }), c.Region, bucket, versions)
 		f.own("s3-bucket", bucket)
 	}
 	north := config(t, endpoint, "eu-north-1")

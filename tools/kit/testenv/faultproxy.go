@@ -51,6 +51,10 @@ type Request struct {
 	Action string
 	// Mutating is true for calls that may change state.
 	Mutating bool
+	// Params are the form parameters of query-protocol calls (EC2, IAM,
+	// RDS, STS, CloudFormation), so tests can tell which resource a call
+	// concerned.
+	Params url.Values
 	// Injected names the fault answered instead of forwarding, if any.
 	Injected string
 	At       time.Time
@@ -298,6 +302,7 @@ func describe(r *http.Request) Request {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if v, err := url.ParseQuery(string(body)); err == nil {
 			req.Action = v.Get("Action")
+			req.Params = v
 		}
 	}
 	if req.Action == "" {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/duration"
 )
 
 // Quota codes checked by preflight.
@@ -32,9 +34,12 @@ const (
 type Options struct {
 	HTTPClient  *http.Client
 	MaxAttempts int
-	// Sequential runs every query one after another: the baseline the
-	// benchmarks compare the concurrent scan with.
+	// Sequential runs every query and deletion one after another: the
+	// baseline the benchmarks compare with.
 	Sequential bool
+	// PollInterval separates sweep passes while asynchronous deletions
+	// (NAT gateways, EKS, RDS, stacks) finish; zero means no wait.
+	PollInterval time.Duration
 }
 
 // Provider is the aws provider.
@@ -55,7 +60,7 @@ func New(version string, o Options) *Provider {
 func (p *Provider) Describe(context.Context) (sdk.Description, error) {
 	return sdk.Description{
 		Name: "aws", Version: p.version,
-		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapTeardownPolicy, sdk.CapDiscover},
+		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapTeardownPolicy, sdk.CapDiscover, sdk.CapSweep},
 		ConfigKeys: []string{
 			"mgmt-cluster", "allowed-accounts", "teardown.aws-workloads", "teardown.mgmt-eks-cluster-name",
 			"teardown.mgmt-iam-role-prefix", "[teardown] cfn-stack-name, global-iam-roles, global-iam-users, s3-bucket-pattern",
@@ -64,15 +69,27 @@ func (p *Provider) Describe(context.Context) (sdk.Description, error) {
 			"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 			"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_ENDPOINT_URL", "AWS_CA_BUNDLE",
 			"AWS_RESPONSE_CHECKSUM_VALIDATION", "AWS_REQUEST_CHECKSUM_CALCULATION",
+			PollIntervalEnv,
 		},
 	}, nil
 }
+
+// PollIntervalEnv overrides the pause between sweep passes while
+// asynchronous deletions finish (duration grammar; 0 for emulators).
+const PollIntervalEnv = "KROPS_AWS_POLL_INTERVAL"
 
 // Configure reads the targets.
 func (p *Provider) Configure(_ context.Context, cfg sdk.Config) error {
 	s, err := parseSettings(cfg)
 	if err != nil {
 		return err
+	}
+	if v := cfg.Env[PollIntervalEnv]; v != "" {
+		d, err := duration.Parse(v)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", sdk.ErrInvalidArgument, PollIntervalEnv, err)
+		}
+		p.o.PollInterval = d
 	}
 	p.s = s
 	p.c = newClients(p.o.HTTPClient, p.o.MaxAttempts)

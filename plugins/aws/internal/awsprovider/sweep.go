@@ -1,0 +1,318 @@
+package awsprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+)
+
+// DefaultMaxIdlePasses stops a sweep after this many passes in which
+// nothing was deleted and nothing was still being deleted.
+const DefaultMaxIdlePasses = 5
+
+// perRegionConcurrency bounds parallel deletions per region: enough to
+// overlap slow calls, few enough to stay clear of API rate limits.
+const perRegionConcurrency = 8
+
+// outcome of one deletion attempt.
+type outcome int
+
+const (
+	outDeleted  outcome = iota // gone (or already gone)
+	outDeleting                // accepted, finishing asynchronously: poll again
+	outRetry                   // blocked by a dependency or a transient state
+	outFailed                  // will not succeed by waiting
+)
+
+type attempt struct {
+	out outcome
+	msg string
+}
+
+// node is one resource in the deletion graph.
+type node struct {
+	r        sdk.Resource
+	state    sdk.SweepState
+	attempts int
+	started  bool // an asynchronous deletion was accepted
+	reason   string
+}
+
+// Sweep deletes exactly the resources of req.Scope that a fresh discovery
+// still finds krops-owned, in dependency order, each pass deleting
+// everything unblocked in parallel. Dependency violations and asynchronous
+// deletions are retried on later passes; the sweep ends when the scope is
+// gone or after MaxIdlePasses passes without progress. With DryRun it only
+// reports the plan in deletion order.
+func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sdk.SweepEvent) error) error {
+	if _, err := p.checkedAccount(ctx); err != nil {
+		return err
+	}
+	current, err := p.inventory(ctx)
+	if err != nil {
+		return err
+	}
+	nodes := map[string]*node{}
+	var order []string
+	for _, r := range req.Scope {
+		key := r.Kind + "/" + r.ID
+		if _, dup := nodes[key]; dup {
+			continue
+		}
+		fresh, ok := current[key]
+		if !ok {
+			if err := emit(sdk.SweepEvent{Resource: r, State: sdk.SweepSkipped, Message: "not found among this environment's resources (already gone, or not krops-owned)"}); err != nil {
+				return err
+			}
+			continue
+		}
+		nodes[key] = &node{r: fresh, state: sdk.SweepPlanned}
+		order = append(order, key)
+	}
+	byID := map[string]string{}
+	for key, n := range nodes {
+		byID[n.r.ID] = key
+	}
+	plan := topoOrder(nodes, order, byID)
+	for i, key := range plan {
+		n := nodes[key]
+		msg := fmt.Sprintf("step %d of %d", i+1, len(plan))
+		if len(n.r.DependsOn) > 0 {
+			msg += " after " + strings.Join(n.r.DependsOn, ", ")
+		}
+		if err := emit(sdk.SweepEvent{Resource: n.r, State: sdk.SweepPlanned, Message: msg}); err != nil {
+			return err
+		}
+	}
+	if req.DryRun {
+		return nil
+	}
+	maxIdle := req.MaxIdlePasses
+	if maxIdle <= 0 {
+		maxIdle = DefaultMaxIdlePasses
+	}
+	var mu sync.Mutex
+	send := func(ev sdk.SweepEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return emit(ev)
+	}
+	for idle := 0; idle < maxIdle; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ready := p.unblocked(nodes, plan, byID)
+		if len(ready) == 0 && !anyOpen(nodes) {
+			break
+		}
+		progress, err := p.pass(ctx, nodes, ready, send)
+		if err != nil {
+			return err
+		}
+		if progress {
+			idle = 0
+		} else {
+			idle++
+		}
+		if anyOpen(nodes) && p.o.PollInterval > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(p.o.PollInterval):
+			}
+		}
+	}
+	for _, key := range plan {
+		n := nodes[key]
+		if n.state == sdk.SweepDeleted || n.state == sdk.SweepFailed {
+			continue
+		}
+		reason := n.reason
+		if reason == "" {
+			reason = "blocked by resources that are still there"
+		}
+		if err := emit(sdk.SweepEvent{Resource: n.r, State: sdk.SweepFailed, Message: fmt.Sprintf("left after %d passes without progress: %s", maxIdle, reason), Attempt: n.attempts}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inventory is a fresh, read-only discovery keyed by kind/id. Any failed
+// query aborts: deleting from a partial picture could remove a resource
+// whose dependants were not seen.
+func (p *Provider) inventory(ctx context.Context) (map[string]sdk.Resource, error) {
+	account, err := p.account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := map[string]sdk.Resource{}
+	var failures []string
+	var mu sync.Mutex
+	e := &emitter{cancel: cancel, emit: func(ev sdk.DiscoverEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ev.Resource != nil:
+			out[ev.Resource.Kind+"/"+ev.Resource.ID] = *ev.Resource
+		case ev.Error != nil:
+			failures = append(failures, fmt.Sprintf("%s in %s: %s", ev.Error.Kind, ev.Error.Region, ev.Error.Message))
+		}
+		return nil
+	}}
+	p.scan(ctx, account, e)
+	if len(failures) > 0 {
+		sort.Strings(failures)
+		return nil, fmt.Errorf("%w: re-checking the scope failed, so nothing was deleted: %s", ErrUnknownState, strings.Join(failures, "; "))
+	}
+	return out, nil
+}
+
+// ErrUnknownState marks a sweep stopped because the cloud could not be read.
+var ErrUnknownState = errors.New("unknown state")
+
+// topoOrder lists keys so that every resource comes after what it depends
+// on; ties keep discovery order.
+func topoOrder(nodes map[string]*node, order []string, byID map[string]string) []string {
+	done := map[string]bool{}
+	var out []string
+	var visit func(key string, stack map[string]bool)
+	visit = func(key string, stack map[string]bool) {
+		if done[key] || stack[key] {
+			return
+		}
+		stack[key] = true
+		for _, dep := range nodes[key].r.DependsOn {
+			if k, ok := byID[dep]; ok {
+				visit(k, stack)
+			}
+		}
+		delete(stack, key)
+		done[key] = true
+		out = append(out, key)
+	}
+	for _, k := range order {
+		visit(k, map[string]bool{})
+	}
+	return out
+}
+
+func anyOpen(nodes map[string]*node) bool {
+	for _, n := range nodes {
+		if n.started && n.state != sdk.SweepDeleted && n.state != sdk.SweepFailed {
+			return true
+		}
+	}
+	return false
+}
+
+// unblocked returns nodes not finished whose in-scope dependencies are
+// deleted, plus asynchronous deletions to poll.
+func (p *Provider) unblocked(nodes map[string]*node, plan []string, byID map[string]string) []*node {
+	var out []*node
+	for _, key := range plan {
+		n := nodes[key]
+		if n.state == sdk.SweepDeleted || n.state == sdk.SweepFailed {
+			continue
+		}
+		blocked := false
+		for _, dep := range n.r.DependsOn {
+			if k, ok := byID[dep]; ok && nodes[k].state != sdk.SweepDeleted {
+				blocked = true
+				if nodes[k].state == sdk.SweepFailed {
+					n.state, n.reason = sdk.SweepFailed, "its dependency "+dep+" could not be deleted"
+				} else {
+					n.reason = "waiting for " + dep
+				}
+				break
+			}
+		}
+		if !blocked {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// pass attempts every ready node, in parallel with a bound per region.
+func (p *Provider) pass(ctx context.Context, nodes map[string]*node, ready []*node, send func(sdk.SweepEvent) error) (bool, error) {
+	sems := map[string]chan struct{}{}
+	for _, n := range ready {
+		if sems[n.r.Region] == nil {
+			limit := perRegionConcurrency
+			if p.o.Sequential {
+				limit = 1
+			}
+			sems[n.r.Region] = make(chan struct{}, limit)
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		progress bool
+		sendErr  error
+	)
+	report := func(ev sdk.SweepEvent) {
+		if err := send(ev); err != nil {
+			mu.Lock()
+			sendErr = err
+			mu.Unlock()
+		}
+	}
+	for _, n := range ready {
+		if p.o.Sequential {
+			progress = p.attemptNode(ctx, n, report) || progress
+			continue
+		}
+		sem := sems[n.r.Region]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if p.attemptNode(ctx, n, report) {
+				mu.Lock()
+				progress = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return progress, sendErr
+}
+
+// attemptNode runs one deletion step for n and reports whether the sweep
+// progressed (a deletion finished or is still under way).
+func (p *Provider) attemptNode(ctx context.Context, n *node, report func(sdk.SweepEvent)) bool {
+	if !n.started {
+		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleting, Attempt: n.attempts + 1})
+	}
+	n.attempts++
+	a := p.deleteOne(ctx, n.r, n.started)
+	switch a.out {
+	case outDeleted:
+		n.state = sdk.SweepDeleted
+		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleted, Message: a.msg, Attempt: n.attempts})
+		return true
+	case outDeleting:
+		n.started, n.reason = true, a.msg
+		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepRetrying, Message: a.msg, Attempt: n.attempts})
+		return true
+	case outRetry:
+		n.reason = a.msg
+		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepRetrying, Message: a.msg, Attempt: n.attempts})
+		return false
+	default:
+		n.state, n.reason = sdk.SweepFailed, a.msg
+		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepFailed, Message: a.msg, Attempt: n.attempts})
+		return false
+	}
+}
