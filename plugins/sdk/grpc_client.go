@@ -81,6 +81,8 @@ func (c *Client) wrap(call string, err error) error {
 		return fmt.Errorf("provider %s: %s: %w", c.Name, call, context.Canceled)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("provider %s: %s: %w", c.Name, call, context.DeadlineExceeded)
+	case codes.Aborted:
+		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrUnknownState)
 	case codes.Unimplemented:
 		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrNotSupported)
 	}

@@ -51,6 +51,8 @@ func toStatus(err error) error {
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrUnknownState):
+		return status.Error(codes.Aborted, err.Error())
 	}
 	if _, ok := status.FromError(err); ok {
 		return err

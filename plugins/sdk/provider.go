@@ -236,6 +236,10 @@ type Provider interface {
 // Unimplemented answers ErrNotSupported for every optional method.
 type Unimplemented struct{}
 
+// ErrUnknownState is returned when a provider could not read the cloud well
+// enough to act safely: nothing destructive was done.
+var ErrUnknownState = errors.New("unknown state: nothing destructive was done")
+
 // ErrNotSupported is returned for an undeclared capability.
 var ErrNotSupported = errors.New("not supported by this provider")
 

@@ -1,11 +1,9 @@
 package main_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,10 +83,7 @@ func setup(t *testing.T, cloudJSON string) fixture {
 			t.Fatal(err)
 		}
 	}
-	f.bin = filepath.Join(dir, "krops-orphans")
-	if out, err := exec.Command("go", "build", "-o", f.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building krops-orphans: %v\n%s", err, out)
-	}
+	f.bin = testenv.BuildBinary(t, ".", "krops-orphans")
 	for name, body := range map[string]string{"bootstrap.toml": bootstrapTOML, "cloud.json": cloudJSON} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -99,17 +94,8 @@ func setup(t *testing.T, cloudJSON string) fixture {
 
 func (f fixture) run(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(f.bin, args...)
-	cmd.Dir = f.dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.dir, "KROPS_PLUGIN_DIR=" + f.pluginDir, "JSONCLOUD_STATE=" + f.state}, env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	code = cmd.ProcessState.ExitCode()
-	if err != nil && code < 0 {
-		t.Fatal(err)
-	}
-	return o.String(), e.String(), code
+	r := testenv.RunBinary(t, f.dir, append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.dir, "KROPS_PLUGIN_DIR=" + f.pluginDir, "JSONCLOUD_STATE=" + f.state}, env...), f.bin, args...)
+	return r.Stdout, r.Stderr, r.Code
 }
 
 func golden(t *testing.T, name, got string) {

@@ -217,21 +217,36 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 
 // flagsFirst moves flags given after positional arguments in front of them:
 // urfave/cli v2 stops reading flags at the first argument, and users type
-// `krops-orphans aws --output json`. Argv naming a subcommand is left alone.
+// `krops-orphans aws --output json` or `krops-sweep cloud aws --dry-run`.
+// For a subcommand, the flags after its name are reordered within it.
 func flagsFirst(app *ucli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
+	flags, positional := splitFlags(args[1:], app.Flags)
+	if len(positional) > 0 {
+		if cmd := app.Command(positional[0]); cmd != nil {
+			// Flags seen before the command name are the app's; re-split the
+			// rest with the command's own flags.
+			i := indexOf(args, positional[0])
+			cflags, cpos := splitFlags(args[i+1:], cmd.Flags)
+			out := append([]string{}, args[:i+1]...)
+			return append(append(out, cflags...), cpos...)
+		}
+	}
+	return append(append([]string{args[0]}, flags...), positional...)
+}
+
+func splitFlags(args []string, defs []ucli.Flag) (flags, positional []string) {
 	boolean := map[string]bool{"help": true, "h": true}
-	for _, f := range app.Flags {
+	for _, f := range defs {
 		if _, ok := f.(*ucli.BoolFlag); ok {
 			for _, n := range f.Names() {
 				boolean[n] = true
 			}
 		}
 	}
-	var flags, positional []string
-	for i := 1; i < len(args); i++ {
+	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			positional = append(positional, args[i:]...)
@@ -248,10 +263,16 @@ func flagsFirst(app *ucli.App, args []string) []string {
 		}
 		positional = append(positional, a)
 	}
-	if len(positional) > 0 && app.Command(positional[0]) != nil {
-		return args
+	return flags, positional
+}
+
+func indexOf(args []string, s string) int {
+	for i, a := range args {
+		if i > 0 && a == s {
+			return i
+		}
 	}
-	return append(append([]string{args[0]}, flags...), positional...)
+	return 0
 }
 
 // KnobFlags returns string flags bound to the named knobs' environment

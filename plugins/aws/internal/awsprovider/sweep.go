@@ -2,7 +2,6 @@ package awsprovider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -171,13 +170,10 @@ func (p *Provider) inventory(ctx context.Context) (map[string]sdk.Resource, erro
 	p.scan(ctx, account, e)
 	if len(failures) > 0 {
 		sort.Strings(failures)
-		return nil, fmt.Errorf("%w: re-checking the scope failed, so nothing was deleted: %s", ErrUnknownState, strings.Join(failures, "; "))
+		return nil, fmt.Errorf("%w: re-checking the scope failed: %s", sdk.ErrUnknownState, strings.Join(failures, "; "))
 	}
 	return out, nil
 }
-
-// ErrUnknownState marks a sweep stopped because the cloud could not be read.
-var ErrUnknownState = errors.New("unknown state")
 
 // topoOrder lists keys so that every resource comes after what it depends
 // on; ties keep discovery order.

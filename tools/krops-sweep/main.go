@@ -1,0 +1,93 @@
+// Command krops-sweep tears an environment down. Today it provides the
+// cloud sweep (`krops-sweep cloud`, also `AWS_ONLY=1 krops-sweep`): the
+// recovery path that deletes the environment's cloud resources through its
+// provider plugin without a management cluster.
+package main
+
+import (
+	"context"
+	"os"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/krops-sweep/internal/cloudsweep"
+)
+
+// version is stamped at build time (-X main.version=...).
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	// Every exit path kills the plugins this process started.
+	defer sdk.CleanupClients()
+	flags := []ucli.Flag{
+		&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan in deletion order and change nothing"},
+		&ucli.IntFlag{Name: "max-idle-passes", Value: 5, Usage: "stop after this many passes in which nothing was deleted or still deleting"},
+	}
+	cloud := &ucli.Command{
+		Name:      "cloud",
+		Usage:     "delete the environment's cloud resources through its provider (recovery path)",
+		ArgsUsage: "[ENV]",
+		Description: `Discovers everything krops owns for the environment (the clusters bootstrap.toml names, by tags and name
+rules) and deletes exactly that, in dependency order, retrying what is blocked. Nothing outside that scope is
+touched. A discovery that fails stops the sweep before anything is deleted (exit 3). Use --dry-run first.`,
+		Flags:  flags,
+		Action: func(c *ucli.Context) error { return sweep(c) },
+	}
+	app := cli.New(cli.Options{
+		Name:      "krops-sweep",
+		Usage:     "tear an environment down",
+		ArgsUsage: "[ENV]",
+		Description: `With AWS_ONLY=1, krops-sweep [ENV] is krops-sweep cloud [ENV]. The Kubernetes-side teardown (deleting
+workload clusters through the management cluster, then the management cluster) is not available yet.`,
+		Version:  version,
+		Knobs:    []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR"},
+		Flags:    flags,
+		Commands: []*ucli.Command{cloud},
+		Action: func(c *ucli.Context) error {
+			if v, _ := cli.Lookup(c).Get("AWS_ONLY"); v != "1" {
+				return cli.Usagef("the Kubernetes-side teardown is not available yet: run `krops-sweep cloud [ENV]` (or AWS_ONLY=1 krops-sweep [ENV]) to sweep the cloud resources")
+			}
+			return sweep(c)
+		},
+	})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{})
+}
+
+func sweep(c *ucli.Context) error {
+	if c.NArg() > 1 {
+		return cli.Usagef("at most one environment argument, got %v", c.Args().Slice())
+	}
+	lookup := cli.Lookup(c)
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	conf, err := config.Load(config.LoadOptions{Lookup: lookup, WorkDir: wd})
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	home, _ := os.UserHomeDir()
+	knobs, err := config.ParseKnobs(config.KnobOptions{Lookup: lookup, WorkDir: wd, Home: home})
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	env, err := conf.SelectEnvironment(knobs.Profile, c.Args().First())
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	if c.Int("max-idle-passes") < 1 {
+		return cli.Usagef("--max-idle-passes must be at least 1")
+	}
+	_, err = cloudsweep.Run(c.Context, cloudsweep.Options{
+		Config: conf, Environment: env, Lookup: lookup, DryRun: c.Bool("dry-run"), MaxIdlePasses: c.Int("max-idle-passes"),
+		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
+	})
+	return err
+}

@@ -1,0 +1,153 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kropsdev/krops/plugins/aws/awstest"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+// The tests run the real krops-sweep binary with the real aws and docker
+// plugin subprocesses, against moto through a fault proxy.
+
+const localHost = `
+[environments.local-host]
+provider = "docker"
+sync = "oci"
+sync-path = "mgmt/local-host"
+mgmt-cluster = "local-management"
+mgmt-ready-timeout = "15m"
+infra-provider-namespace = "capd-system"
+infra-provider-name = "docker"
+provider-manifests = ["x.yaml"]
+`
+
+type fixture struct {
+	dir, bin string
+	env      []string
+	proxy    *testenv.FaultProxy
+	fp       *awstest.Footprint
+}
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	testenv.Integration(t)
+	f := fixture{dir: t.TempDir(), bin: testenv.BuildBinary(t, ".", "krops-sweep")}
+	plugins := filepath.Join(f.dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"aws", "docker"} {
+		b, err := os.ReadFile(sdktest.Build(t, "github.com/kropsdev/krops/plugins/"+name, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(plugins, "krops-provider-"+name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "bootstrap.toml"), []byte(awstest.BootstrapTOML+localHost), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
+	f.fp = awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 3})
+	f.proxy = testenv.NewFaultProxy(t, m.URL)
+	f.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.dir, "KROPS_PLUGIN_DIR=" + plugins, "KROPS_AWS_POLL_INTERVAL=0"}
+	for k, v := range m.Env() {
+		if k == "AWS_ENDPOINT_URL" {
+			v = f.proxy.URL
+		}
+		f.env = append(f.env, k+"="+v)
+	}
+	return f
+}
+
+func (f fixture) run(t *testing.T, extraEnv []string, args ...string) testenv.Result {
+	t.Helper()
+	return testenv.RunBinary(t, f.dir, append(append([]string{}, f.env...), extraEnv...), f.bin, args...)
+}
+
+func TestDryRunThenSweepThenNoOp(t *testing.T) {
+	f := setup(t)
+	r := f.run(t, nil, "cloud", "aws", "--dry-run")
+	if r.Code != 0 {
+		t.Fatalf("dry run exit %d: %s\n%s", r.Code, r.Stderr, r.Stdout)
+	}
+	f.proxy.AssertNoMutation(t)
+	if !strings.Contains(r.Stdout, "Plan (deletion order") || !strings.Contains(r.Stdout, "nothing was changed") ||
+		!strings.Contains(r.Stdout, "✔ AWS account: 123456789012") {
+		t.Errorf("dry run output:\n%s", r.Stdout)
+	}
+	if got := strings.Count(r.Stdout, "\n  "); got < len(f.fp.Owned) {
+		t.Errorf("plan lists %d steps, want %d:\n%s", got, len(f.fp.Owned), r.Stdout)
+	}
+
+	r = f.run(t, nil, "cloud", "aws")
+	if r.Code != 0 {
+		t.Fatalf("sweep exit %d: %s\n%s", r.Code, r.Stderr, r.Stdout)
+	}
+	want := "Summary: " + itoa(len(f.fp.Owned)) + " deleted, 0 skipped, 0 left"
+	if !strings.Contains(r.Stdout, want) {
+		t.Errorf("want %q in:\n%s", want, r.Stdout)
+	}
+	if !strings.Contains(r.Stdout, "emptied of") {
+		t.Errorf("bucket progress missing:\n%s", r.Stdout)
+	}
+
+	// AWS_ONLY=1 with the plain command is the same path; now a no-op.
+	r = f.run(t, []string{"AWS_ONLY=1"}, "aws")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "nothing to sweep") {
+		t.Errorf("second sweep: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+func TestRefusalsAndExitCodes(t *testing.T) {
+	f := setup(t)
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"provider without sweep", nil, []string{"cloud", "local-host"}, 2, "provider docker, which cannot sweep"},
+		{"kubernetes teardown not yet available", nil, []string{"aws"}, 2, "krops-sweep cloud"},
+		{"unknown environment", nil, []string{"cloud", "gcp"}, 2, `unknown environment "gcp"`},
+	}
+	for _, tc := range cases {
+		r := f.run(t, tc.env, tc.args...)
+		if r.Code != tc.code || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, r.Code, r.Stderr, tc.code, tc.want)
+		}
+	}
+	f.proxy.AssertNoMutation(t)
+}
+
+func TestFailedDiscoveryStopsBeforeDeleting(t *testing.T) {
+	f := setup(t)
+	f.proxy.Add(testenv.Rule{Action: "DescribeSubnets", Status: 403, Code: "UnauthorizedOperation"})
+	r := f.run(t, nil, "cloud", "aws")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "nothing was deleted") || !strings.Contains(r.Stderr, "subnet in eu-north-1") {
+		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	f.proxy.AssertNoMutation(t)
+}
+
+func TestWhatCannotBeDeletedIsReportedWithExit1(t *testing.T) {
+	f := setup(t)
+	f.proxy.Add(testenv.Rule{Method: "DELETE", Path: "^/krops-123456789012-eu-west-1-workload-data$", Status: 403, Code: "AccessDenied"})
+	r := f.run(t, nil, "cloud", "aws", "--max-idle-passes", "2")
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "left: s3-bucket krops-123456789012-eu-west-1-workload-data (eu-west-1): ") || !strings.Contains(r.Stdout, "1 left") {
+		t.Errorf("summary must name what is left and why:\n%s", r.Stdout)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
