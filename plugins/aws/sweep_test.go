@@ -81,7 +81,10 @@ func TestSweepAgainstMoto(t *testing.T) {
 		t.Fatal("the dry run changed the cloud")
 	}
 
-	// The sweep removes exactly the krops set.
+	// The sweep removes exactly the krops set. One security group is
+	// refused once as still in use (moto never does that), so the retry
+	// path revokes its rules before deleting it again.
+	proxy.Add(testenv.Rule{Action: "DeleteSecurityGroup", Times: 1, Status: 400, Code: "DependencyViolation"})
 	res := sweep(t, c, before.resources, false)
 	for id, st := range res.final() {
 		if st != sdk.SweepDeleted {
@@ -93,6 +96,15 @@ func TestSweepAgainstMoto(t *testing.T) {
 	}
 	assertDecoysSurvive(t, m.URL, fp)
 	assertDeletionOrder(t, proxy, before.resources)
+	revokes := 0
+	for _, r := range proxy.Requests() {
+		if r.Action == "RevokeSecurityGroupIngress" || r.Action == "RevokeSecurityGroupEgress" {
+			revokes++
+		}
+	}
+	if revokes == 0 {
+		t.Error("the group refused as in use was not retried with its rules revoked")
+	}
 
 	// A second sweep of the same scope is a no-op.
 	proxy2 := testenv.NewFaultProxy(t, m.URL)
@@ -204,7 +216,13 @@ func assertDecoysSurvive(t *testing.T, endpoint string, fp *awstest.Footprint) {
 func assertDeletionOrder(t *testing.T, proxy *testenv.FaultProxy, scope []sdk.Resource) {
 	t.Helper()
 	first := map[string]int{} // "Action id" -> index of first call
+	last := map[string]int{}  // "Action id" -> index of last call
 	for i, r := range proxy.Requests() {
+		for _, p := range []string{"GroupId"} {
+			if id := r.Params.Get(p); id != "" {
+				last[r.Action+" "+id] = i
+			}
+		}
 		for _, p := range []string{"NatGatewayId", "SubnetId", "AllocationId", "InternetGatewayId", "GroupId", "VpcId", "RouteTableId"} {
 			if id := r.Params.Get(p); id != "" {
 				key := r.Action + " " + id
@@ -235,7 +253,10 @@ func assertDeletionOrder(t *testing.T, proxy *testenv.FaultProxy, scope []sdk.Re
 		case "internet-gateway":
 			before("DetachInternetGateway "+r.ID, "DeleteInternetGateway "+r.ID)
 		case "security-group":
-			before("RevokeSecurityGroupIngress "+r.ID, "DeleteSecurityGroup "+r.ID)
+			// Rules are revoked only when a first delete was refused.
+			if rev, revoked := first["RevokeSecurityGroupIngress "+r.ID]; revoked && rev > last["DeleteSecurityGroup "+r.ID] {
+				t.Errorf("security group %s: rules revoked after its final delete", r.ID)
+			}
 		case "vpc":
 			for _, dep := range r.DependsOn {
 				for _, action := range []string{"DeleteSubnet", "DeleteSecurityGroup", "DeleteRouteTable", "DeleteInternetGateway", "DeleteNatGateway"} {

@@ -71,7 +71,7 @@ func (p *Provider) regionOf(r sdk.Resource) string {
 
 // deleteOne takes one step towards deleting r. started says an
 // asynchronous deletion was already accepted, so only its end is awaited.
-func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool) attempt {
+func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, tries int) attempt {
 	region := p.regionOf(r)
 	switch r.Kind {
 	case KindEKSNodegroup, KindEKSCluster:
@@ -91,7 +91,7 @@ func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool) 
 		if err != nil {
 			return attempt{outFailed, err.Error()}
 		}
-		return deleteEC2(ctx, c, r, started)
+		return deleteEC2(ctx, c, r, started, tries)
 	case KindS3Bucket:
 		c, err := p.c.s3(ctx, region)
 		if err != nil {
@@ -163,7 +163,7 @@ func deleteRDS(ctx context.Context, c *rds.Client, id string, started bool) atte
 	return classify(err, attempt{outDeleting, "deletion accepted"})
 }
 
-func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool) attempt {
+func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool, tries int) attempt {
 	id := aws.String(r.ID)
 	var err error
 	switch r.Kind {
@@ -214,8 +214,14 @@ func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool)
 		}
 		_, err = c.DeleteRouteTable(ctx, &ec2.DeleteRouteTableInput{RouteTableId: id})
 	case KindSecurityGroup:
-		// Rules may reference other groups; revoking them first breaks
-		// those cycles.
+		// Most groups delete at once, with their rules. A group still
+		// referenced answers DependencyViolation; from the second try on,
+		// its own rules are revoked first, which breaks reference cycles
+		// between groups (each side drops its rule, then both delete).
+		if tries <= 1 {
+			_, err = c.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: id})
+			return classify(err, deleted)
+		}
 		out, derr := c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{r.ID}})
 		if derr != nil {
 			return classify(derr, deleted)
