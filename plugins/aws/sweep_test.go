@@ -102,6 +102,15 @@ func TestSweepAgainstMoto(t *testing.T) {
 			revokes++
 		}
 	}
+	progress := 0
+	for _, e := range res.events {
+		if e.State == sdk.SweepDeleting && strings.Contains(e.Message, "deleted so far") {
+			progress++
+		}
+	}
+	if progress < 2 {
+		t.Errorf("a 1300-version bucket must report progress per 1000-key batch, got %d events", progress)
+	}
 	if revokes == 0 {
 		t.Error("the group refused as in use was not retried with its rules revoked")
 	}

@@ -206,9 +206,22 @@ func Build(t testing.TB, endpoint string, o Options) (fp *Footprint) {
 		must(ic.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(r), AssumeRolePolicyDocument: aws.String(trust)}))
 		f.own("iam-role", r)
 	}
+	// The node role carries what CAPA and EKS attach: a managed policy, an
+	// inline policy and an instance profile.
+	policyDoc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:Describe*","Resource":"*"}]}`
+	pol := must(ic.CreatePolicy(ctx, &iam.CreatePolicyInput{PolicyName: aws.String("krops-nodes"), PolicyDocument: aws.String(policyDoc)}))
+	must(ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String("eu-north-1-management-nodes"), PolicyArn: pol.Policy.Arn}))
+	must(ic.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String("eu-north-1-management-nodes"), PolicyName: aws.String("inline"), PolicyDocument: aws.String(policyDoc)}))
+	must(ic.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String("eu-north-1-management-nodes")}))
+	must(ic.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String("eu-north-1-management-nodes"), RoleName: aws.String("eu-north-1-management-nodes")}))
 	must(ic.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("unrelated-role"), AssumeRolePolicyDocument: aws.String(trust)}))
+	must(ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String("unrelated-role"), PolicyArn: pol.Policy.Arn}))
 	f.decoy("iam-role", "unrelated-role")
 	must(ic.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("krops-reader")}))
+	must(ic.CreateAccessKey(ctx, &iam.CreateAccessKeyInput{UserName: aws.String("krops-reader")}))
+	must(ic.CreateLoginProfile(ctx, &iam.CreateLoginProfileInput{UserName: aws.String("krops-reader"), Password: aws.String("Not-a-real-password-1")}))
+	must(ic.PutUserPolicy(ctx, &iam.PutUserPolicyInput{UserName: aws.String("krops-reader"), PolicyName: aws.String("read"), PolicyDocument: aws.String(policyDoc)}))
+	must(ic.AttachUserPolicy(ctx, &iam.AttachUserPolicyInput{UserName: aws.String("krops-reader"), PolicyArn: pol.Policy.Arn}))
 	f.own("iam-user", "krops-reader")
 	must(ic.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("someone")}))
 	f.decoy("iam-user", "someone")

@@ -71,7 +71,7 @@ func (p *Provider) regionOf(r sdk.Resource) string {
 
 // deleteOne takes one step towards deleting r. started says an
 // asynchronous deletion was already accepted, so only its end is awaited.
-func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, tries int) attempt {
+func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, tries int, progress func(string)) attempt {
 	region := p.regionOf(r)
 	switch r.Kind {
 	case KindEKSNodegroup, KindEKSCluster:
@@ -97,7 +97,7 @@ func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, 
 		if err != nil {
 			return attempt{outFailed, err.Error()}
 		}
-		return emptyAndDeleteBucket(ctx, c, r.ID)
+		return emptyAndDeleteBucket(ctx, c, r.ID, progress)
 	case KindIAMRole, KindIAMUser:
 		c, err := p.c.iam(ctx, region)
 		if err != nil {
@@ -250,7 +250,7 @@ const s3BatchSize = 1000
 
 // emptyAndDeleteBucket deletes every object version and delete marker in
 // batches of 1000, then the bucket.
-func emptyAndDeleteBucket(ctx context.Context, c *s3.Client, bucket string) attempt {
+func emptyAndDeleteBucket(ctx context.Context, c *s3.Client, bucket string, progress func(string)) attempt {
 	removed := 0
 	pages := s3.NewListObjectVersionsPaginator(c, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), MaxKeys: aws.Int32(s3BatchSize)})
 	for pages.HasMorePages() {
@@ -275,6 +275,7 @@ func emptyAndDeleteBucket(ctx context.Context, c *s3.Client, bucket string) atte
 				return attempt{outRetry, fmt.Sprintf("%d objects could not be deleted, first: %s", len(out.Errors), aws.ToString(out.Errors[0].Message))}
 			}
 			removed += len(batch)
+			progress(fmt.Sprintf("%d object versions and delete markers deleted so far", removed))
 		}
 	}
 	_, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})

@@ -292,7 +292,9 @@ func (p *Provider) attemptNode(ctx context.Context, n *node, report func(sdk.Swe
 		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleting, Attempt: n.attempts + 1})
 	}
 	n.attempts++
-	a := p.deleteOne(ctx, n.r, n.started, n.attempts)
+	a := p.deleteOne(ctx, n.r, n.started, n.attempts, func(msg string) {
+		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleting, Message: msg, Attempt: n.attempts})
+	})
 	switch a.out {
 	case outDeleted:
 		n.state = sdk.SweepDeleted

@@ -116,7 +116,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 				fmt.Fprintf(out, "  %3d. %s\n", step, name)
 			}
 		case sdk.SweepDeleting:
-			fmt.Fprintf(out, "• deleting %s\n", name)
+			if e.Message != "" {
+				fmt.Fprintf(out, "• deleting %s: %s\n", name, e.Message)
+			} else {
+				fmt.Fprintf(out, "• deleting %s\n", name)
+			}
 		case sdk.SweepRetrying:
 			fmt.Fprintf(out, "↻ %s: %s\n", name, e.Message)
 		case sdk.SweepDeleted:
