@@ -118,6 +118,10 @@ func newFaultProxy(target string) (*FaultProxy, error) {
 	return p, nil
 }
 
+// Forward sends r on to the proxy's target, for Respond handlers that
+// answer some requests themselves and pass the others through.
+func (p *FaultProxy) Forward(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w, r) }
+
 // Add installs a rule; rules are checked in the order added.
 func (p *FaultProxy) Add(r Rule) *Rule {
 	if r.Path != "" {

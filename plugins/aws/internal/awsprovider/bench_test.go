@@ -66,13 +66,16 @@ func BenchmarkDiscover(b *testing.B) {
 }
 
 // BenchmarkSweep deletes about 300 resources in two regions through a fault
-// proxy adding 50 ms per call, and compares with the same code deleting one
+// proxy adding 50 ms per call, with NAT gateways, EKS and RDS reported as
+// still deleting for 3 polls after their delete call (slowDeletes), and
+// compares with the same code deleting one
 // call at a time in its fixed plan order. It also reports the API calls
 // made against the mutating calls the set strictly needs plus one
 // discovery.
 func BenchmarkSweep(b *testing.B) {
 	m := testenv.Moto(b, testenv.MotoOptions{})
 	proxy := testenv.NewFaultProxy(b, m.URL)
+	addSlowDeletes(proxy, 3, 50*time.Millisecond)
 	proxy.Add(testenv.Rule{Delay: 50 * time.Millisecond})
 	b.Setenv("AWS_ENDPOINT_URL", proxy.URL)
 	ctx := context.Background()
@@ -133,8 +136,10 @@ func BenchmarkSweep(b *testing.B) {
 		discoverCalls = n - mut
 	}
 	// The minimum: one delete per resource, plus the detach of each
-	// internet gateway and the one fresh discovery a safe sweep needs.
-	minimum := resources + 3 + 40
+	// internet gateway, the one fresh discovery a safe sweep needs, and the
+	// polls the asynchronous deletions force (3 per NAT gateway, EKS
+	// cluster, nodegroup and RDS instance: 14 of them).
+	minimum := resources + 3 + 40 + 3*14
 	b.ReportMetric(float64(resources), "resources")
 	b.ReportMetric(float64(calls), "api_calls")
 	b.ReportMetric(float64(mutating), "mutating_calls")
