@@ -46,7 +46,7 @@ ENV is the environment (KROPS_PROFILE wins when set; default: bootstrap.default-
 		},
 		Action: action,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
 }
 
 func action(c *ucli.Context) error {

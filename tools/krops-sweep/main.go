@@ -26,6 +26,7 @@ func main() {
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
 	defer sdk.CleanupClients()
+	knobs := []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR"}
 	flags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan in deletion order and change nothing"},
 		&ucli.IntFlag{Name: "max-idle-passes", Value: 5, Usage: "stop after this many passes in which nothing was deleted or still deleting"},
@@ -37,7 +38,8 @@ func run(args []string) int {
 		Description: `Discovers everything krops owns for the environment (the clusters bootstrap.toml names, by tags and name
 rules) and deletes exactly that, in dependency order, retrying what is blocked. Nothing outside that scope is
 touched. A discovery that fails stops the sweep before anything is deleted (exit 3). Use --dry-run first.`,
-		Flags:  flags,
+		// The knobs are repeated here so they may follow the command name.
+		Flags:  append(cli.KnobFlags("KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_PLUGIN_DIR"), flags...),
 		Action: func(c *ucli.Context) error { return sweep(c) },
 	}
 	app := cli.New(cli.Options{
@@ -47,7 +49,7 @@ touched. A discovery that fails stops the sweep before anything is deleted (exit
 		Description: `With AWS_ONLY=1, krops-sweep [ENV] is krops-sweep cloud [ENV]. The Kubernetes-side teardown (deleting
 workload clusters through the management cluster, then the management cluster) is not available yet.`,
 		Version:  version,
-		Knobs:    []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR"},
+		Knobs:    knobs,
 		Flags:    flags,
 		Commands: []*ucli.Command{cloud},
 		Action: func(c *ucli.Context) error {
@@ -57,7 +59,7 @@ workload clusters through the management cluster, then the management cluster) i
 			return sweep(c)
 		},
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
 }
 
 func sweep(c *ucli.Context) error {

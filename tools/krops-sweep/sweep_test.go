@@ -74,7 +74,7 @@ func (f fixture) run(t *testing.T, extraEnv []string, args ...string) testenv.Re
 
 func TestDryRunThenSweepThenNoOp(t *testing.T) {
 	f := setup(t)
-	r := f.run(t, nil, "cloud", "aws", "--dry-run")
+	r := f.run(t, nil, "cloud", "aws", "--dry-run", "--config", "bootstrap.toml")
 	if r.Code != 0 {
 		t.Fatalf("dry run exit %d: %s\n%s", r.Code, r.Stderr, r.Stdout)
 	}

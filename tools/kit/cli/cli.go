@@ -180,6 +180,9 @@ func Logger(c *ucli.Context) *slog.Logger {
 type RunOptions struct {
 	// Signals cancel the run's context; nil means SIGINT and SIGTERM.
 	Signals []os.Signal
+	// BeforeForcedExit runs when a second signal ends the process at once,
+	// for cleanups that must not be skipped (killing plugin processes).
+	BeforeForcedExit func()
 }
 
 // Run runs the app with args (argv including the program name) and returns
@@ -204,6 +207,9 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 		}
 		select {
 		case <-sigs:
+			if o.BeforeForcedExit != nil {
+				o.BeforeForcedExit()
+			}
 			os.Exit(130)
 		case <-ctx.Done():
 		}
@@ -223,13 +229,13 @@ func flagsFirst(app *ucli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	flags, positional := splitFlags(args[1:], app.Flags)
+	flags, positional, firstArg := splitFlags(args[1:], app.Flags)
 	if len(positional) > 0 {
 		if cmd := app.Command(positional[0]); cmd != nil {
-			// Flags seen before the command name are the app's; re-split the
-			// rest with the command's own flags.
-			i := indexOf(args, positional[0])
-			cflags, cpos := splitFlags(args[i+1:], cmd.Flags)
+			// Flags before the command name are the app's; the rest is
+			// re-split with the command's own flags.
+			i := 1 + firstArg
+			cflags, cpos, _ := splitFlags(args[i+1:], cmd.Flags)
 			out := append([]string{}, args[:i+1]...)
 			return append(append(out, cflags...), cpos...)
 		}
@@ -237,7 +243,10 @@ func flagsFirst(app *ucli.App, args []string) []string {
 	return append(append([]string{args[0]}, flags...), positional...)
 }
 
-func splitFlags(args []string, defs []ucli.Flag) (flags, positional []string) {
+// splitFlags separates flags (with their values) from positional
+// arguments; firstArg is the index in args of the first positional one.
+func splitFlags(args []string, defs []ucli.Flag) (flags, positional []string, firstArg int) {
+	firstArg = -1
 	boolean := map[string]bool{"help": true, "h": true}
 	for _, f := range defs {
 		if _, ok := f.(*ucli.BoolFlag); ok {
@@ -261,18 +270,12 @@ func splitFlags(args []string, defs []ucli.Flag) (flags, positional []string) {
 			}
 			continue
 		}
+		if firstArg < 0 {
+			firstArg = i
+		}
 		positional = append(positional, a)
 	}
-	return flags, positional
-}
-
-func indexOf(args []string, s string) int {
-	for i, a := range args {
-		if i > 0 && a == s {
-			return i
-		}
-	}
-	return 0
+	return flags, positional, firstArg
 }
 
 // KnobFlags returns string flags bound to the named knobs' environment

@@ -83,6 +83,7 @@ func TestPrecedenceFlagOverEnvironmentOverFileOverDefault(t *testing.T) {
 		{"flag over environment", map[string]string{"KROPS_KIND_CLUSTER": "from-env", "REGISTRY_PORT": "6000"}, []string{"--kind-cluster", "from-flag", "--registry-port=7000"}, "from-flag", 7000},
 		{"empty environment is unset", map[string]string{"KROPS_KIND_CLUSTER": ""}, nil, "from-file", 5001},
 		{"flags after the positional argument", nil, []string{"one", "--registry-port", "7001", "-v"}, "from-file", 7001},
+		{"a flag value that looks like a command name", nil, []string{"--kind-cluster", "version", "one"}, "version", 5001},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
