@@ -26,7 +26,7 @@ func main() {
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
 	defer sdk.CleanupClients()
-	knobs := []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR"}
+	knobs := []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR", "CLUSTER_DELETE_TIMEOUT"}
 	flags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan in deletion order and change nothing"},
 		&ucli.IntFlag{Name: "max-idle-passes", Value: 5, Usage: "stop after this many passes in which nothing was deleted or still deleting"},
@@ -39,7 +39,7 @@ func run(args []string) int {
 rules) and deletes exactly that, in dependency order, retrying what is blocked. Nothing outside that scope is
 touched. A discovery that fails stops the sweep before anything is deleted (exit 3). Use --dry-run first.`,
 		// The knobs are repeated here so they may follow the command name.
-		Flags:  append(cli.KnobFlags("KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_PLUGIN_DIR"), flags...),
+		Flags:  append(cli.KnobFlags("KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_PLUGIN_DIR", "CLUSTER_DELETE_TIMEOUT"), flags...),
 		Action: func(c *ucli.Context) error { return sweep(c) },
 	}
 	app := cli.New(cli.Options{
@@ -87,7 +87,11 @@ func sweep(c *ucli.Context) error {
 	if c.Int("max-idle-passes") < 1 {
 		return cli.Usagef("--max-idle-passes must be at least 1")
 	}
-	_, err = cloudsweep.Run(c.Context, cloudsweep.Options{
+	// CLUSTER_DELETE_TIMEOUT bounds the whole sweep: EKS and RDS deletions
+	// take minutes, and the provider reports what is left before it ends.
+	ctx, cancel := context.WithTimeout(c.Context, knobs.ClusterDeleteTimeout)
+	defer cancel()
+	_, err = cloudsweep.Run(ctx, cloudsweep.Options{
 		Config: conf, Environment: env, Lookup: lookup, DryRun: c.Bool("dry-run"), MaxIdlePasses: c.Int("max-idle-passes"),
 		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
 	})

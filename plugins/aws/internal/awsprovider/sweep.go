@@ -15,6 +15,9 @@ import (
 // nothing was deleted and nothing was still being deleted.
 const DefaultMaxIdlePasses = 5
 
+// reportMargin is kept before the caller's deadline to report what is left.
+const reportMargin = 3 * time.Second
+
 // perRegionConcurrency bounds parallel deletions per region: enough to
 // overlap slow calls, few enough to stay clear of API rate limits.
 const perRegionConcurrency = 8
@@ -102,9 +105,17 @@ func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sd
 		defer mu.Unlock()
 		return emit(ev)
 	}
+	// Stop early enough before the caller's deadline to report what is left
+	// while the stream is still open.
+	deadline, hasDeadline := ctx.Deadline()
+	timedOut := false
 	for idle := 0; idle < maxIdle; {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if hasDeadline && time.Until(deadline) < reportMargin {
+			timedOut = true
+			break
 		}
 		ready := p.unblocked(nodes, plan, byID)
 		if len(ready) == 0 && !anyOpen(nodes) {
@@ -136,7 +147,11 @@ func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sd
 		if reason == "" {
 			reason = "blocked by resources that are still there"
 		}
-		if err := emit(sdk.SweepEvent{Resource: n.r, State: sdk.SweepFailed, Message: fmt.Sprintf("left after %d passes without progress: %s", maxIdle, reason), Attempt: n.attempts}); err != nil {
+		msg := fmt.Sprintf("left after %d passes without progress: %s", maxIdle, reason)
+		if timedOut {
+			msg = "left when the sweep's time ran out: " + reason
+		}
+		if err := emit(sdk.SweepEvent{Resource: n.r, State: sdk.SweepFailed, Message: msg, Attempt: n.attempts}); err != nil {
 			return err
 		}
 	}
@@ -224,7 +239,7 @@ func (p *Provider) unblocked(nodes map[string]*node, plan []string, byID map[str
 			if k, ok := byID[dep]; ok && nodes[k].state != sdk.SweepDeleted {
 				blocked = true
 				if nodes[k].state == sdk.SweepFailed {
-					n.state, n.reason = sdk.SweepFailed, "its dependency "+dep+" could not be deleted"
+					n.reason = "its dependency " + dep + " could not be deleted"
 				} else {
 					n.reason = "waiting for " + dep
 				}
