@@ -56,7 +56,7 @@ func KnobTable() []Knob {
 		{"MGMT_POLL_INTERVAL", "mgmt-poll-interval", "interval of status reports while waiting for the management cluster (> 0)", "10s"},
 		{"AWS_ONLY", "aws-only", "1 makes teardown sweep the cloud only, leaving Kubernetes alone", "0"},
 		{"FORCE_KIND_DELETE", "force-kind-delete", "1 deletes kind even when it still manages infrastructure", "0"},
-		{"CLUSTER_DELETE_TIMEOUT", "cluster-delete-timeout", "how long teardown waits for CAPI Clusters to go", "1200s"},
+		{"CLUSTER_DELETE_TIMEOUT", "cluster-delete-timeout", "how long teardown waits for CAPI Clusters to go; also bounds the whole cloud sweep", "1200s"},
 		{"PROVIDER_DELETE_TIMEOUT", "provider-delete-timeout", "how long teardown waits for CAPI providers to go", "300s"},
 		{"ORPHAN_MIN_AGE_HOURS", "orphan-min-age-hours", "resources younger than this many hours are reported as recent, not orphaned", "6"},
 		{"ORPHAN_REPORT_JSON", "orphan-report-json", "also write the orphan report as JSON to this path", "none"},
