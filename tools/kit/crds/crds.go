@@ -1,0 +1,126 @@
+// Package crds locates the CustomResourceDefinitions of the projects krops
+// deploys, at the versions its manifests pin, inside those projects' Go
+// modules (fetched through the Go module proxy). Tests install them into
+// real API servers, and validation checks manifests against them.
+package crds
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Set names where a project's CRDs live inside its Go module at a pinned
+// version. The CRDs are the project's own files, fetched through the Go
+// module proxy; nothing upstream is copied into this repository.
+type Set struct {
+	Name    string
+	Module  string
+	Version string
+	// Dirs inside the module holding CRD YAML.
+	Dirs []string
+	// Toolchain is set when the module's go.mod needs a newer Go than the
+	// machine's (GOTOOLCHAIN); the module proxy serves the toolchain.
+	Toolchain string
+}
+
+// Pinned CRD sets. The versions are the ones the declarative trees pin;
+// `task validate` cross-checks them against mgmt/ once the trees exist.
+var (
+	CAPICore = Set{Name: "cluster-api", Module: "sigs.k8s.io/cluster-api", Version: "v1.14.2",
+		Dirs: []string{"core/config/crd/bases", "bootstrap/kubeadm/config/crd/bases", "controlplane/kubeadm/config/crd/bases", "cmd/clusterctl/config/crd/bases"}}
+	CAPD = Set{Name: "cluster-api docker (CAPD)", Module: "sigs.k8s.io/cluster-api/test", Version: "v1.14.2",
+		Dirs: []string{"infrastructure/docker/config/crd/bases"}}
+	CAPIOperator = Set{Name: "cluster-api operator", Module: "sigs.k8s.io/cluster-api-operator", Version: "v0.29.0",
+		Dirs: []string{"config/crd/bases"}}
+	// CAPA is v2.13.0 because the module proxy here refuses v2.13.1.
+	CAPA = Set{Name: "cluster-api aws (CAPA)", Module: "sigs.k8s.io/cluster-api-provider-aws/v2", Version: "v2.13.0",
+		Dirs: []string{"config/crd/bases"}}
+	CAPG = Set{Name: "cluster-api gcp (CAPG)", Module: "sigs.k8s.io/cluster-api-provider-gcp", Version: "v1.13.1",
+		Dirs: []string{"config/crd/bases"}}
+	CertManager = Set{Name: "cert-manager", Module: "github.com/cert-manager/cert-manager", Version: "v1.21.2",
+		Dirs: []string{"deploy/crds"}}
+	// Flux's helm-controller module is not served by the proxy here at any
+	// version, so HelmRelease has no CRD in tests; validation reports it as
+	// not schema-checked rather than pretending.
+	FluxSource = Set{Name: "flux source-controller", Module: "github.com/fluxcd/source-controller", Version: "v1.9.6",
+		Dirs: []string{"config/crd/bases"}}
+	FluxKustomize = Set{Name: "flux kustomize-controller", Module: "github.com/fluxcd/kustomize-controller", Version: "v1.9.6",
+		Dirs: []string{"config/crd/bases"}}
+	FluxOperator = Set{Name: "flux operator", Module: "github.com/controlplaneio-fluxcd/flux-operator", Version: "v0.59.0",
+		Dirs: []string{"config/crd/bases"}, Toolchain: "go1.27.3"}
+)
+
+// All is every pinned set.
+func All() []Set {
+	return []Set{CAPICore, CAPD, CAPIOperator, CAPA, CAPG, CertManager, FluxSource, FluxKustomize, FluxOperator}
+}
+
+// moduleDirs caches module locations per test binary: `go mod download` is a
+// subprocess, and the module cache behind it is already the real cache.
+var moduleDirs sync.Map
+
+// ModuleDir returns the module's directory in the Go module cache,
+// downloading it through the module proxy when needed.
+func ModuleDir(module, version, toolchain string) (string, error) {
+	key := module + "@" + version
+	if d, ok := moduleDirs.Load(key); ok {
+		return d.(string), nil
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", key)
+	// Outside any module or workspace: the download must not touch go.mod
+	// files, and the nested tool modules are not in go.work.
+	cmd.Dir = os.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if toolchain != "" {
+		cmd.Env = append(cmd.Env, "GOTOOLCHAIN="+toolchain)
+	}
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	_ = json.Unmarshal(out, &info)
+	if info.Error != "" {
+		return "", fmt.Errorf("go mod download %s: %s", key, info.Error)
+	}
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return "", fmt.Errorf("go mod download %s: %v %s", key, err, stderr)
+	}
+	if info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no directory in %q", key, out)
+	}
+	moduleDirs.Store(key, info.Dir)
+	return info.Dir, nil
+}
+
+// Files lists the set's CRD files.
+func (s Set) Files() ([]string, error) {
+	dir, err := ModuleDir(s.Module, s.Version, s.Toolchain)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, d := range s.Dirs {
+		entries, err := os.ReadDir(filepath.Join(dir, d))
+		if err != nil {
+			return nil, fmt.Errorf("%s@%s has no CRD directory %s: %w", s.Module, s.Version, d, err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".yaml") && !e.IsDir() {
+				files = append(files, filepath.Join(dir, d, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s@%s: no CRD files in %v", s.Module, s.Version, s.Dirs)
+	}
+	sort.Strings(files)
+	return files, nil
+}
