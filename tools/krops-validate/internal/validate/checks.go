@@ -1,0 +1,378 @@
+package validate
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kropsdev/krops/tools/kit/config"
+)
+
+// Problem is one failure: where, and what is wrong.
+type Problem struct {
+	Where   string
+	Message string
+}
+
+// Result is one named check.
+type Result struct {
+	Check    string
+	Problems []Problem
+	// Notes are shown whether or not the check passed (for example kinds
+	// that could not be schema-checked).
+	Notes []string
+}
+
+// OK reports whether the check passed.
+func (r Result) OK() bool { return len(r.Problems) == 0 }
+
+// Input is everything the static checks read.
+type Input struct {
+	Root        string
+	Config      *config.Config
+	Objects     []Object
+	BuildErrors map[string]error
+	// Files maps repository-relative paths of YAML files under the trees
+	// to their content.
+	Files map[string][]byte
+	// Images is airgap/images.txt's content, nil when the file is missing.
+	Images []byte
+}
+
+// Trees are the directories validated.
+var Trees = []string{"mgmt", "workload"}
+
+// Load renders the trees and reads the files the checks need.
+func Load(root string, cfg *config.Config) (*Input, error) {
+	in := &Input{Root: root, Config: cfg, BuildErrors: map[string]error{}, Files: map[string][]byte{}}
+	roots, err := Roots(root, Trees...)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range roots {
+		objs, err := Build(root, r)
+		if err != nil {
+			in.BuildErrors[r] = err
+			continue
+		}
+		in.Objects = append(in.Objects, objs...)
+	}
+	for _, d := range Trees {
+		base := filepath.Join(root, d)
+		_ = filepath.Walk(base, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err == nil {
+				rel, _ := filepath.Rel(root, p)
+				in.Files[rel] = b
+			}
+			return nil
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "airgap", "images.txt")); err == nil {
+		in.Images = b
+	}
+	return in, nil
+}
+
+// Static runs every check that needs no API server.
+func Static(in *Input) []Result {
+	return []Result{
+		checkBuild(in), checkPaths(in), checkCharts(in), checkNaming(in), checkPlaceholders(in),
+		checkDependsOn(in), checkSecrets(in), checkImages(in),
+	}
+}
+
+func checkBuild(in *Input) Result {
+	r := Result{Check: "every kustomization builds"}
+	var dirs []string
+	for d := range in.BuildErrors {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		r.Problems = append(r.Problems, Problem{d, in.BuildErrors[d].Error()})
+	}
+	return r
+}
+
+// checkPaths: every path bootstrap.toml names exists.
+func checkPaths(in *Input) Result {
+	r := Result{Check: "every path bootstrap.toml names exists"}
+	c := in.Config
+	need := func(key, rel string) {
+		if _, err := c.RepoFile(key, rel); err != nil {
+			r.Problems = append(r.Problems, Problem{c.Path, err.Error()})
+		}
+	}
+	for _, name := range c.EnvironmentOrder {
+		env := c.Environments[name]
+		k := "environments." + name
+		need(k+".sync-path", env.SyncPath)
+		for i, p := range env.ProviderManifests {
+			need(fmt.Sprintf("%s.provider-manifests[%d]", k, i), p)
+		}
+		for i, f := range env.MoveFallbacks {
+			need(fmt.Sprintf("%s.move-fallbacks[%d].manifest", k, i), f.Manifest)
+		}
+		for i, p := range env.PivotManifests {
+			need(fmt.Sprintf("%s.pivot-manifests[%d]", k, i), p)
+		}
+		for i, p := range env.PivotSOPSSecrets {
+			need(fmt.Sprintf("%s.pivot-sops-secrets[%d]", k, i), p)
+		}
+	}
+	return r
+}
+
+// chartNames maps the chart names consumers use to the [charts] keys.
+func chartPins(c *config.Config) map[string]string {
+	return map[string]string{
+		"flux-operator":        c.Charts.FluxOperator,
+		"flux-instance":        c.Charts.FluxOperator,
+		"cert-manager":         c.Charts.CertManager,
+		"cluster-api-operator": c.Charts.CAPIOperator,
+	}
+}
+
+func str(m map[string]any, path ...string) string {
+	var cur any = m
+	for _, p := range path {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = mm[p]
+	}
+	s, _ := cur.(string)
+	return s
+}
+
+// checkCharts: the version of every HelmRelease, HelmChartProxy and
+// chart OCIRepository of a pinned chart equals bootstrap.toml [charts].
+func checkCharts(in *Input) Result {
+	r := Result{Check: "chart versions equal bootstrap.toml [charts]"}
+	pins := chartPins(in.Config)
+	compare := func(o Object, chart, version string) {
+		pin, ok := pins[chart]
+		if !ok || version == "" {
+			return
+		}
+		if strings.TrimPrefix(version, "v") != strings.TrimPrefix(pin, "v") {
+			r.Problems = append(r.Problems, Problem{o.String(), fmt.Sprintf("chart %s is at %s but bootstrap.toml [charts] pins %s", chart, version, pin)})
+		}
+	}
+	for _, o := range in.Objects {
+		_, kind := o.Kind()
+		switch kind {
+		case "HelmRelease":
+			compare(o, str(o.Raw, "spec", "chart", "spec", "chart"), str(o.Raw, "spec", "chart", "spec", "version"))
+		case "HelmChartProxy":
+			compare(o, str(o.Raw, "spec", "chartName"), str(o.Raw, "spec", "version"))
+		case "OCIRepository", "HelmRepository":
+			url := str(o.Raw, "spec", "url")
+			compare(o, url[strings.LastIndex(url, "/")+1:], str(o.Raw, "spec", "ref", "tag"))
+		}
+	}
+	return r
+}
+
+// checkNaming: teardown names follow the cluster naming rules.
+func checkNaming(in *Input) Result {
+	r := Result{Check: "teardown names follow the cluster naming"}
+	c := in.Config
+	ns := c.Bootstrap.MgmtNamespace
+	for _, name := range c.EnvironmentOrder {
+		td := c.Environments[name].Teardown
+		for i, w := range td.AWSWorkloads {
+			where := fmt.Sprintf("%s: environments.%s.teardown.aws-workloads[%d]", c.Path, name, i)
+			if want := ns + "_" + w.ClusterName + "-control-plane"; w.EKSClusterName != want {
+				r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("eks-cluster-name %q should be %q (<namespace>_<cluster>-control-plane)", w.EKSClusterName, want)})
+			}
+			if want := "krops-" + w.ClusterName + "-db"; w.RDSInstance != want {
+				r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("rds-instance %q should be %q", w.RDSInstance, want)})
+			}
+			if !strings.HasPrefix(w.ClusterName, w.Region) {
+				r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("cluster-name %q should start with its region %q", w.ClusterName, w.Region)})
+			}
+		}
+		if td.MgmtEKSClusterName != "" {
+			mgmt := c.Environments[name].MgmtCluster
+			if want := ns + "_" + mgmt + "-control-plane"; td.MgmtEKSClusterName != want {
+				r.Problems = append(r.Problems, Problem{fmt.Sprintf("%s: environments.%s.teardown", c.Path, name), fmt.Sprintf("mgmt-eks-cluster-name %q should be %q", td.MgmtEKSClusterName, want)})
+			}
+		}
+	}
+	return r
+}
+
+var (
+	placeholder = regexp.MustCompile(`\$\{(KROPS_[A-Z0-9_]+)(:=|:-)?([^}]*)\}`)
+	quotedValue = regexp.MustCompile(`:\s*(["'])(.*)(["'])\s*$`)
+)
+
+// checkPlaceholders: every ${KROPS_*} is quoted and has a default, so an
+// unset run tag renders as a valid string instead of breaking the object.
+func checkPlaceholders(in *Input) Result {
+	r := Result{Check: "every ${KROPS_*} placeholder is quoted and has a default"}
+	for _, f := range sortedFiles(in.Files) {
+		for n, line := range strings.Split(string(in.Files[f]), "\n") {
+			for _, m := range placeholder.FindAllStringSubmatch(line, -1) {
+				where := fmt.Sprintf("%s:%d", f, n+1)
+				if m[2] == "" {
+					r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("${%s} has no default: write ${%s:=<default>}", m[1], m[1])})
+				}
+				if q := quotedValue.FindStringSubmatch(line); q == nil || q[1] != q[3] || !strings.Contains(q[2], m[0]) {
+					r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("%s must be inside a quoted string", m[0])})
+				}
+			}
+		}
+	}
+	return r
+}
+
+// checkDependsOn: Flux dependsOn names resolve.
+func checkDependsOn(in *Input) Result {
+	r := Result{Check: "every dependsOn names an object that exists"}
+	known := map[string]bool{}
+	for _, o := range in.Objects {
+		a, k := o.Kind()
+		if strings.HasPrefix(a, "kustomize.toolkit.fluxcd.io/") || strings.HasPrefix(a, "helm.toolkit.fluxcd.io/") {
+			known[k+"/"+o.Name()] = true
+		}
+	}
+	for _, o := range in.Objects {
+		a, k := o.Kind()
+		if !strings.HasPrefix(a, "kustomize.toolkit.fluxcd.io/") && !strings.HasPrefix(a, "helm.toolkit.fluxcd.io/") {
+			continue
+		}
+		spec, _ := o.Raw["spec"].(map[string]any)
+		deps, _ := spec["dependsOn"].([]any)
+		md, _ := o.Raw["metadata"].(map[string]any)
+		ownNS, _ := md["namespace"].(string)
+		for _, d := range deps {
+			dm, _ := d.(map[string]any)
+			name, _ := dm["name"].(string)
+			ns, _ := dm["namespace"].(string)
+			if ns == "" {
+				ns = ownNS
+			}
+			key := k + "/" + name
+			if ns != "" {
+				key = k + "/" + ns + "/" + name
+			}
+			if !known[key] {
+				r.Problems = append(r.Problems, Problem{o.String(), fmt.Sprintf("dependsOn %s names no %s in the trees", name, k)})
+			}
+		}
+	}
+	return r
+}
+
+// checkSecrets: Secrets live only in SOPS-encrypted files.
+func checkSecrets(in *Input) Result {
+	r := Result{Check: "no plain-text Secret (only *.sops.yaml)"}
+	for _, f := range sortedFiles(in.Files) {
+		if strings.HasSuffix(f, ".sops.yaml") {
+			continue
+		}
+		for _, doc := range bytes.Split(in.Files[f], []byte("\n---")) {
+			var m map[string]any
+			if yaml.Unmarshal(doc, &m) != nil {
+				continue
+			}
+			if m["kind"] == "Secret" && (m["data"] != nil || m["stringData"] != nil) {
+				md, _ := m["metadata"].(map[string]any)
+				r.Problems = append(r.Problems, Problem{f, fmt.Sprintf("Secret %v holds data in plain text: encrypt it with SOPS into a *.sops.yaml file", md["name"])})
+			}
+		}
+	}
+	return r
+}
+
+var digestRef = regexp.MustCompile(`^(\S+):([^:@/\s]+)@sha256:[0-9a-f]{64}$`)
+
+// checkImages: every container image the trees deploy is in the air-gap
+// inventory with its tag and digest.
+func checkImages(in *Input) Result {
+	r := Result{Check: "every image is in airgap/images.txt with tag and digest"}
+	images := map[string][]string{}
+	for _, o := range in.Objects {
+		collectImages(o.Raw, func(img string) { images[img] = append(images[img], o.String()) })
+	}
+	if len(images) == 0 {
+		return r
+	}
+	if in.Images == nil {
+		r.Problems = append(r.Problems, Problem{"airgap/images.txt", "missing: list every image as repo:tag@sha256:<digest>"})
+		return r
+	}
+	inventory := map[string]bool{}
+	for n, line := range strings.Split(string(in.Images), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		m := digestRef.FindStringSubmatch(line)
+		if m == nil {
+			r.Problems = append(r.Problems, Problem{fmt.Sprintf("airgap/images.txt:%d", n+1), fmt.Sprintf("%q is not repo:tag@sha256:<64 hex>", line)})
+			continue
+		}
+		inventory[m[1]+":"+m[2]] = true
+	}
+	var names []string
+	for img := range images {
+		names = append(names, img)
+	}
+	sort.Strings(names)
+	for _, img := range names {
+		base, _, _ := strings.Cut(img, "@")
+		if !inventory[base] {
+			r.Problems = append(r.Problems, Problem{images[img][0], fmt.Sprintf("image %s is not in airgap/images.txt", base)})
+		}
+	}
+	return r
+}
+
+// collectImages finds container images: "image" strings inside containers
+// and initContainers lists.
+func collectImages(v any, add func(string)) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, c := range t {
+			if k == "containers" || k == "initContainers" {
+				if list, ok := c.([]any); ok {
+					for _, item := range list {
+						if m, ok := item.(map[string]any); ok {
+							if img, ok := m["image"].(string); ok && img != "" {
+								add(img)
+							}
+						}
+					}
+				}
+			}
+			collectImages(c, add)
+		}
+	case []any:
+		for _, c := range t {
+			collectImages(c, add)
+		}
+	}
+}
+
+func sortedFiles(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,272 @@
+package validate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+// fixture is a small repository that passes every check; each test breaks
+// one rule.
+func fixture() map[string]string {
+	return map[string]string{
+		"bootstrap.toml": `
+[bootstrap]
+default-environment = "one"
+[charts]
+flux-operator = "0.61.0"
+cert-manager = "1.21.2"
+capi-operator = "0.29.0"
+[environments.one]
+provider = "aws"
+sync = "github"
+sync-path = "mgmt/one"
+mgmt-cluster = "eu-north-1-management"
+mgmt-ready-timeout = "40m"
+infra-provider-namespace = "capa-system"
+infra-provider-name = "aws"
+provider-manifests = ["mgmt/one/providers/providers.yaml"]
+[environments.one.teardown]
+mgmt-eks-cluster-name = "default_eu-north-1-management-control-plane"
+[[environments.one.teardown.aws-workloads]]
+region = "eu-west-1"
+cluster-name = "eu-west-1-workload"
+eks-cluster-name = "default_eu-west-1-workload-control-plane"
+rds-instance = "krops-eu-west-1-workload-db"
+`,
+		"mgmt/one/kustomization.yaml": "resources:\n- flux-ks.yaml\n- cert-manager\n- apps.yaml\n",
+		"mgmt/one/flux-ks.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: infrastructure
+  namespace: flux-system
+spec:
+  interval: 5m
+  retryInterval: 2m
+  timeout: 5m
+  prune: true
+  path: ./mgmt/one/cert-manager
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  dependsOn:
+  - name: infrastructure
+  interval: 5m
+  prune: true
+  path: ./mgmt/one
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  postBuild:
+    substituteFrom:
+    - kind: ConfigMap
+      name: krops-run
+      optional: true
+`,
+		"mgmt/one/cert-manager/kustomization.yaml": "resources:\n- namespace.yaml\n- release.yaml\n",
+		"mgmt/one/cert-manager/namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n",
+		"mgmt/one/cert-manager/release.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: jetstack
+  namespace: cert-manager
+spec:
+  interval: 1h
+  url: https://charts.jetstack.io
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: cert-manager
+  namespace: cert-manager
+spec:
+  interval: 1h
+  chart:
+    spec:
+      chart: cert-manager
+      version: "1.21.2"
+      sourceRef:
+        kind: HelmRepository
+        name: jetstack
+`,
+		"mgmt/one/apps.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: podinfo
+  namespace: default
+  labels:
+    krops.io/run-id: "${KROPS_RUN_ID:=unknown}"
+spec:
+  selector:
+    matchLabels: {app: podinfo}
+  template:
+    metadata:
+      labels: {app: podinfo}
+    spec:
+      containers:
+      - name: podinfo
+        image: ghcr.io/stefanprodan/podinfo:6.15.0
+`,
+		"mgmt/one/providers/providers.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: capa-system\n",
+		"airgap/images.txt":                 "# image inventory\nghcr.io/stefanprodan/podinfo:6.15.0@sha256:" + strings.Repeat("ab", 32) + "\n",
+	}
+}
+
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func load(t *testing.T, files map[string]string) *Input {
+	t.Helper()
+	root := write(t, files)
+	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(root, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func TestGoodFixturePassesEveryStaticCheck(t *testing.T) {
+	in := load(t, fixture())
+	if len(in.Objects) < 6 {
+		t.Fatalf("rendered %d objects", len(in.Objects))
+	}
+	for _, r := range Static(in) {
+		if !r.OK() {
+			t.Errorf("%s: %+v", r.Check, r.Problems)
+		}
+	}
+}
+
+func TestEachRuleCatchesItsBreakage(t *testing.T) {
+	cases := []struct {
+		name   string
+		break_ func(f map[string]string)
+		check  string
+		want   string
+	}{
+		{"a kustomization that does not build", func(f map[string]string) {
+			f["mgmt/one/kustomization.yaml"] += "- missing.yaml\n"
+		}, "every kustomization builds", "mgmt/one"},
+		{"a path bootstrap.toml names is missing", func(f map[string]string) {
+			delete(f, "mgmt/one/providers/providers.yaml")
+		}, "every path bootstrap.toml names exists", "provider-manifests[0]"},
+		{"a chart drifted from [charts]", func(f map[string]string) {
+			f["mgmt/one/cert-manager/release.yaml"] = strings.Replace(f["mgmt/one/cert-manager/release.yaml"], `"1.21.2"`, `"1.20.0"`, 1)
+		}, "chart versions equal bootstrap.toml [charts]", "chart cert-manager is at 1.20.0 but bootstrap.toml [charts] pins 1.21.2"},
+		{"an EKS name off the naming rule", func(f map[string]string) {
+			f["bootstrap.toml"] = strings.Replace(f["bootstrap.toml"], "default_eu-west-1-workload-control-plane", "eu-west-1-workload", 1)
+		}, "teardown names follow the cluster naming", `should be "default_eu-west-1-workload-control-plane"`},
+		{"an RDS name off the naming rule", func(f map[string]string) {
+			f["bootstrap.toml"] = strings.Replace(f["bootstrap.toml"], "krops-eu-west-1-workload-db", "workload-db", 1)
+		}, "teardown names follow the cluster naming", `should be "krops-eu-west-1-workload-db"`},
+		{"a placeholder without default", func(f map[string]string) {
+			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "${KROPS_RUN_ID:=unknown}", "${KROPS_RUN_ID}", 1)
+		}, "every ${KROPS_*} placeholder is quoted and has a default", "has no default"},
+		{"an unquoted placeholder", func(f map[string]string) {
+			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], `"${KROPS_RUN_ID:=unknown}"`, `${KROPS_RUN_ID:=unknown}`, 1)
+		}, "every ${KROPS_*} placeholder is quoted and has a default", "inside a quoted string"},
+		{"a dependsOn that resolves to nothing", func(f map[string]string) {
+			f["mgmt/one/flux-ks.yaml"] = strings.Replace(f["mgmt/one/flux-ks.yaml"], "- name: infrastructure", "- name: infra", 1)
+		}, "every dependsOn names an object that exists", "dependsOn infra"},
+		{"a plain-text Secret", func(f map[string]string) {
+			f["mgmt/one/secret.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: hunter2\n"
+		}, "no plain-text Secret (only *.sops.yaml)", "Secret creds holds data in plain text"},
+		{"an image missing from the inventory", func(f map[string]string) {
+			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "podinfo:6.15.0", "podinfo:6.16.0", 1)
+		}, "every image is in airgap/images.txt with tag and digest", "ghcr.io/stefanprodan/podinfo:6.16.0 is not in airgap/images.txt"},
+		{"an inventory line without digest", func(f map[string]string) {
+			f["airgap/images.txt"] += "registry:2\n"
+		}, "every image is in airgap/images.txt with tag and digest", `"registry:2" is not repo:tag@sha256`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fixture()
+			tc.break_(f)
+			in := load(t, f)
+			found := false
+			for _, r := range Static(in) {
+				if r.Check != tc.check {
+					if !r.OK() {
+						t.Errorf("unrelated check %q failed too: %+v", r.Check, r.Problems)
+					}
+					continue
+				}
+				found = true
+				text := ""
+				for _, p := range r.Problems {
+					text += p.Where + ": " + p.Message + "\n"
+				}
+				if r.OK() || !strings.Contains(text, tc.want) {
+					t.Errorf("%s: problems %q, want %q", tc.check, text, tc.want)
+				}
+			}
+			if !found {
+				t.Errorf("no check named %q", tc.check)
+			}
+		})
+	}
+}
+
+// The schema check against a real API server with the pinned CRDs.
+func TestSchemaAgainstARealAPIServer(t *testing.T) {
+	testenv.Integration(t)
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		testenv.Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", testenv.HowToGetAPIServer)
+	}
+	in := load(t, fixture())
+	r, err := Schema(context.Background(), in.Objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() {
+		t.Errorf("the good fixture failed: %+v", r.Problems)
+	}
+	if strings.Join(r.Notes, "\n") != "not schema-checked (no CRD at the pinned versions): HelmRelease (helm.toolkit.fluxcd.io/v2)" {
+		t.Errorf("notes %q", r.Notes)
+	}
+
+	f := fixture()
+	f["mgmt/one/flux-ks.yaml"] = strings.Replace(f["mgmt/one/flux-ks.yaml"], "  interval: 5m\n  retryInterval", "  interval: 5\n  retryInterval", 1)
+	f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "  namespace: default\n", "", 1)
+	in = load(t, f)
+	r, err = Schema(context.Background(), in.Objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ""
+	for _, p := range r.Problems {
+		text += p.Where + ": " + p.Message + "\n"
+	}
+	if !strings.Contains(text, "Kustomization flux-system/infrastructure") || !strings.Contains(text, "spec.interval") ||
+		!strings.Contains(text, "Deployment podinfo") || !strings.Contains(text, "needs metadata.namespace") {
+		t.Errorf("schema problems:\n%s", text)
+	}
+}
