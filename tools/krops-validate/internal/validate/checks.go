@@ -62,6 +62,7 @@ func Load(root string, cfg *config.Config) (*Input, error) {
 			continue
 		}
 		in.Objects = append(in.Objects, objs...)
+		in.Objects = append(in.Objects, payloads(objs)...)
 	}
 	for _, d := range Trees {
 		base := filepath.Join(root, d)
@@ -81,6 +82,30 @@ func Load(root string, cfg *config.Config) (*Input, error) {
 		in.Images = b
 	}
 	return in, nil
+}
+
+// payloads returns the objects embedded in ConfigMaps (ClusterResourceSet
+// payloads such as a CNI or a FluxInstance), so they are schema-checked and
+// their images inventoried like everything else.
+func payloads(objs []Object) []Object {
+	var out []Object
+	for _, o := range objs {
+		if _, k := o.Kind(); k != "ConfigMap" {
+			continue
+		}
+		data, _ := o.Raw["data"].(map[string]any)
+		for key, v := range data {
+			text, _ := v.(string)
+			for _, doc := range strings.Split(text, "\n---") {
+				var m map[string]any
+				if yaml.Unmarshal([]byte(doc), &m) != nil || m["apiVersion"] == nil || m["kind"] == nil {
+					continue
+				}
+				out = append(out, Object{Root: fmt.Sprintf("%s, payload %s of ConfigMap %s", o.Root, key, o.Name()), Raw: m})
+			}
+		}
+	}
+	return out
 }
 
 // Static runs every check that needs no API server.

@@ -202,6 +202,10 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 		{"an image missing from the inventory", func(f map[string]string) {
 			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "podinfo:6.15.0", "podinfo:6.16.0", 1)
 		}, "every image is in airgap/images.txt with tag and digest", "ghcr.io/stefanprodan/podinfo:6.16.0 is not in airgap/images.txt"},
+		{"an image inside a ClusterResourceSet payload", func(f map[string]string) {
+			f["mgmt/one/kustomization.yaml"] += "configMapGenerator:\n- name: cni\n  files:\n  - cni.yaml\n"
+			f["mgmt/one/cni.yaml"] = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: cni\n  namespace: kube-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: cni\n        image: docker.io/kindest/kindnetd:v1\n"
+		}, "every image is in airgap/images.txt with tag and digest", "docker.io/kindest/kindnetd:v1 is not in airgap/images.txt"},
 		{"an inventory line without digest", func(f map[string]string) {
 			f["airgap/images.txt"] += "registry:2\n"
 		}, "every image is in airgap/images.txt with tag and digest", `"registry:2" is not repo:tag@sha256`},
