@@ -314,7 +314,7 @@ func checkSecrets(in *Input) Result {
 			if yaml.Unmarshal(doc, &m) != nil {
 				continue
 			}
-			if m["kind"] == "Secret" && (m["data"] != nil || m["stringData"] != nil) {
+			if m["kind"] == "Secret" && (m["data"] != nil || m["stringData"] != nil) && !onlyPlaceholders(m) {
 				md, _ := m["metadata"].(map[string]any)
 				r.Problems = append(r.Problems, Problem{f, fmt.Sprintf("Secret %v holds data in plain text: encrypt it with SOPS into a *.sops.yaml file", md["name"])})
 			}
@@ -322,6 +322,24 @@ func checkSecrets(in *Input) Result {
 	}
 	return r
 }
+
+// onlyPlaceholders reports whether every stringData value of a Secret is a
+// ${VAR} substituted at apply time: such a file holds no secret material.
+func onlyPlaceholders(m map[string]any) bool {
+	if m["data"] != nil {
+		return false
+	}
+	sd, _ := m["stringData"].(map[string]any)
+	for _, v := range sd {
+		s, _ := v.(string)
+		if !wholePlaceholder.MatchString(s) {
+			return false
+		}
+	}
+	return len(sd) > 0
+}
+
+var wholePlaceholder = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*(:[=-][^}]*)?\}$`)
 
 var digestRef = regexp.MustCompile(`^(\S+):([^:@/\s]+)@sha256:[0-9a-f]{64}$`)
 

@@ -154,7 +154,10 @@ func load(t *testing.T, files map[string]string) *Input {
 }
 
 func TestGoodFixturePassesEveryStaticCheck(t *testing.T) {
-	in := load(t, fixture())
+	f := fixture()
+	// A Secret made only of apply-time placeholders holds no secret.
+	f["mgmt/one/ids.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ids\nstringData:\n  TENANT: ${AZURE_TENANT_ID}\n"
+	in := load(t, f)
 	if len(in.Objects) < 6 {
 		t.Fatalf("rendered %d objects", len(in.Objects))
 	}
@@ -199,6 +202,9 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 		{"a plain-text Secret", func(f map[string]string) {
 			f["mgmt/one/secret.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: hunter2\n"
 		}, "no plain-text Secret (only *.sops.yaml)", "Secret creds holds data in plain text"},
+		{"a Secret mixing placeholders and a literal", func(f map[string]string) {
+			f["mgmt/one/ids.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ids\nstringData:\n  TENANT: ${AZURE_TENANT_ID}\n  KEY: literal\n"
+		}, "no plain-text Secret (only *.sops.yaml)", "Secret ids holds data in plain text"},
 		{"an image missing from the inventory", func(f map[string]string) {
 			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "podinfo:6.15.0", "podinfo:6.16.0", 1)
 		}, "every image is in airgap/images.txt with tag and digest", "ghcr.io/stefanprodan/podinfo:6.16.0 is not in airgap/images.txt"},
