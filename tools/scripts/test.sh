@@ -35,3 +35,11 @@ fi
 for mod in $(tools/scripts/modules.sh); do
 	phase "go test $mod ${short}" bash -c "cd '$mod' && go test -count=1 $short -timeout 30m ./..."
 done
+
+# The declarative trees: kustomize builds, server-side dry run against the
+# real API server (skipped under -short), and the cross-checks.
+if [[ -z "$short" ]]; then
+	phase "krops-validate (mgmt/, workload/)" go run ./tools/krops-validate
+else
+	phase "krops-validate --skip-schema (mgmt/, workload/)" go run ./tools/krops-validate --skip-schema
+fi

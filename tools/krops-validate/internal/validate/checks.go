@@ -359,17 +359,38 @@ func checkImages(in *Input) Result {
 		return r
 	}
 	inventory := map[string]bool{}
+	pinned := map[string]bool{}
+	type preload struct {
+		image, in string
+		line  int
+	}
+	var preloads []preload
 	for n, line := range strings.Split(string(in.Images), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		// "repo:tag preloaded-in repo:tag@sha256:..." records an image that
+		// ships inside another, pinned image (kindnetd inside kindest/node):
+		// the outer digest pins it, and nothing needs to mirror it.
+		if f := strings.Fields(line); len(f) == 3 && f[1] == "preloaded-in" {
+			preloads = append(preloads, preload{f[0], f[2], n + 1})
+			continue
+		}
 		m := digestRef.FindStringSubmatch(line)
 		if m == nil {
-			r.Problems = append(r.Problems, Problem{fmt.Sprintf("airgap/images.txt:%d", n+1), fmt.Sprintf("%q is not repo:tag@sha256:<64 hex>", line)})
+			r.Problems = append(r.Problems, Problem{fmt.Sprintf("airgap/images.txt:%d", n+1), fmt.Sprintf("%q is not repo:tag@sha256:<64 hex> (or <image> preloaded-in <pinned image>)", line)})
 			continue
 		}
 		inventory[m[1]+":"+m[2]] = true
+		pinned[line] = true
+	}
+	for _, p := range preloads {
+		if !pinned[p.in] {
+			r.Problems = append(r.Problems, Problem{fmt.Sprintf("airgap/images.txt:%d", p.line), fmt.Sprintf("%s is preloaded in %s, which is not itself in the inventory with its digest", p.image, p.in)})
+			continue
+		}
+		inventory[p.image] = true
 	}
 	var names []string
 	for img := range images {

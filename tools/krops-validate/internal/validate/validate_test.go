@@ -155,6 +155,11 @@ func load(t *testing.T, files map[string]string) *Input {
 
 func TestGoodFixturePassesEveryStaticCheck(t *testing.T) {
 	f := fixture()
+	// An image shipped inside a pinned image counts as inventoried.
+	node := "docker.io/kindest/node:v1@sha256:" + strings.Repeat("cd", 32)
+	f["airgap/images.txt"] += node + "\ndocker.io/kindest/kindnetd:v1 preloaded-in " + node + "\n"
+	f["mgmt/one/kustomization.yaml"] += "configMapGenerator:\n- name: cni\n  files:\n  - cni.yaml\n"
+	f["mgmt/one/cni.yaml"] = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: cni\n  namespace: kube-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: cni\n        image: docker.io/kindest/kindnetd:v1\n"
 	// A Secret made only of apply-time placeholders holds no secret.
 	f["mgmt/one/ids.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ids\nstringData:\n  TENANT: ${AZURE_TENANT_ID}\n"
 	in := load(t, f)
@@ -212,6 +217,9 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 			f["mgmt/one/kustomization.yaml"] += "configMapGenerator:\n- name: cni\n  files:\n  - cni.yaml\n"
 			f["mgmt/one/cni.yaml"] = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: cni\n  namespace: kube-system\nspec:\n  template:\n    spec:\n      containers:\n      - name: cni\n        image: docker.io/kindest/kindnetd:v1\n"
 		}, "every image is in airgap/images.txt with tag and digest", "docker.io/kindest/kindnetd:v1 is not in airgap/images.txt"},
+		{"an image preloaded in an image that is not pinned", func(f map[string]string) {
+			f["airgap/images.txt"] += "docker.io/kindest/kindnetd:v1 preloaded-in docker.io/kindest/node:v9@sha256:" + strings.Repeat("cd", 32) + "\n"
+		}, "every image is in airgap/images.txt with tag and digest", "is not itself in the inventory with its digest"},
 		{"an inventory line without digest", func(f map[string]string) {
 			f["airgap/images.txt"] += "registry:2\n"
 		}, "every image is in airgap/images.txt with tag and digest", `"registry:2" is not repo:tag@sha256`},
