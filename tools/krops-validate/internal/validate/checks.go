@@ -362,7 +362,7 @@ func checkImages(in *Input) Result {
 	pinned := map[string]bool{}
 	type preload struct {
 		image, in string
-		line  int
+		line      int
 	}
 	var preloads []preload
 	for n, line := range strings.Split(string(in.Images), "\n") {
