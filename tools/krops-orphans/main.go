@@ -11,7 +11,6 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
-	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/krops-orphans/internal/scan"
 )
 
@@ -50,26 +49,9 @@ ENV is the environment (KROPS_PROFILE wins when set; default: bootstrap.default-
 }
 
 func action(c *ucli.Context) error {
-	if c.NArg() > 1 {
-		return cli.Usagef("at most one environment argument, got %v", c.Args().Slice())
-	}
-	lookup := cli.Lookup(c)
-	wd, err := os.Getwd()
+	sel, err := cli.SelectEnvironment(c)
 	if err != nil {
 		return err
-	}
-	conf, err := config.Load(config.LoadOptions{Lookup: lookup, WorkDir: wd})
-	if err != nil {
-		return cli.UsageError(err)
-	}
-	home, _ := os.UserHomeDir()
-	knobs, err := config.ParseKnobs(config.KnobOptions{Lookup: lookup, WorkDir: wd, Home: home})
-	if err != nil {
-		return cli.UsageError(err)
-	}
-	env, err := conf.SelectEnvironment(knobs.Profile, c.Args().First())
-	if err != nil {
-		return cli.UsageError(err)
 	}
 	now := time.Now()
 	if s := c.String("now"); s != "" {
@@ -78,7 +60,7 @@ func action(c *ucli.Context) error {
 		}
 	}
 	_, err = scan.Run(c.Context, scan.Options{
-		Config: conf, Environment: env, Knobs: knobs, Lookup: lookup, Now: now,
+		Config: sel.Config, Environment: sel.Environment, Knobs: sel.Knobs, Lookup: sel.Lookup, Now: now,
 		SinceRun: c.String("since-run"), Output: c.String("output"), StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),
 		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
 	})

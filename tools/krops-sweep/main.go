@@ -12,7 +12,6 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
-	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/krops-sweep/internal/cloudsweep"
 )
 
@@ -63,36 +62,19 @@ workload clusters through the management cluster, then the management cluster) i
 }
 
 func sweep(c *ucli.Context) error {
-	if c.NArg() > 1 {
-		return cli.Usagef("at most one environment argument, got %v", c.Args().Slice())
-	}
-	lookup := cli.Lookup(c)
-	wd, err := os.Getwd()
+	sel, err := cli.SelectEnvironment(c)
 	if err != nil {
 		return err
-	}
-	conf, err := config.Load(config.LoadOptions{Lookup: lookup, WorkDir: wd})
-	if err != nil {
-		return cli.UsageError(err)
-	}
-	home, _ := os.UserHomeDir()
-	knobs, err := config.ParseKnobs(config.KnobOptions{Lookup: lookup, WorkDir: wd, Home: home})
-	if err != nil {
-		return cli.UsageError(err)
-	}
-	env, err := conf.SelectEnvironment(knobs.Profile, c.Args().First())
-	if err != nil {
-		return cli.UsageError(err)
 	}
 	if c.Int("max-idle-passes") < 1 {
 		return cli.Usagef("--max-idle-passes must be at least 1")
 	}
 	// CLUSTER_DELETE_TIMEOUT bounds the whole sweep: EKS and RDS deletions
 	// take minutes, and the provider reports what is left before it ends.
-	ctx, cancel := context.WithTimeout(c.Context, knobs.ClusterDeleteTimeout)
+	ctx, cancel := context.WithTimeout(c.Context, sel.Knobs.ClusterDeleteTimeout)
 	defer cancel()
 	_, err = cloudsweep.Run(ctx, cloudsweep.Options{
-		Config: conf, Environment: env, Lookup: lookup, DryRun: c.Bool("dry-run"), MaxIdlePasses: c.Int("max-idle-passes"),
+		Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, DryRun: c.Bool("dry-run"), MaxIdlePasses: c.Int("max-idle-passes"),
 		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
 	})
 	return err

@@ -222,3 +222,46 @@ func TestSignalCancelsTheContext(t *testing.T) {
 		t.Fatal("the signal did not cancel the run")
 	}
 }
+
+func TestSelectEnvironment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bootstrap.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BOOTSTRAP_CONFIG", path)
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+		code int
+	}{
+		{nil, nil, "one", ExitOK},
+		{[]string{"one"}, nil, "one", ExitOK},
+		{[]string{"two"}, nil, `unknown environment "two"`, ExitUsage},
+		{[]string{"one", "extra"}, nil, "at most one environment argument", ExitUsage},
+		{nil, map[string]string{"REGISTRY_PORT": "x"}, "REGISTRY_PORT", ExitUsage},
+	}
+	for _, tc := range cases {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		var out, errOut bytes.Buffer
+		var got string
+		app := New(Options{Name: "krops-test", Knobs: []string{"BOOTSTRAP_CONFIG", "REGISTRY_PORT"}, Stdout: &out, Stderr: &errOut,
+			Action: func(c *ucli.Context) error {
+				sel, err := SelectEnvironment(c)
+				if err != nil {
+					return err
+				}
+				got = sel.Environment.Name
+				return nil
+			}})
+		code := Run(context.Background(), app, append([]string{"krops-test"}, tc.args...), RunOptions{})
+		if code != tc.code || (code == ExitOK && got != tc.want) || (code != ExitOK && !strings.Contains(errOut.String(), tc.want)) {
+			t.Errorf("%v %v: exit %d, env %q, stderr %q; want %d and %q", tc.args, tc.env, code, got, errOut.String(), tc.code, tc.want)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
+	}
+}
