@@ -22,11 +22,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sdk.CleanupClients()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 // load starts the real plugin subprocess and configures it for the aws
 // environment against endpoint (moto, or a fault proxy in front of it).

@@ -13,11 +13,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sdk.CleanupClients()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 const config = `{"environment": {"post-kind-create-task": "arc-federate", "teardown": {"manual": "1. az group delete --name rg --yes"}}}`
 

@@ -16,11 +16,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sdk.CleanupClients()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 // standIn installs testdata/standin-engine.sh as `docker` (a STAND-IN: no
 // container engine runs here) and returns the plugin's base environment and

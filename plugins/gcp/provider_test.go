@@ -13,11 +13,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sdk.CleanupClients()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 func TestLoginCheckReadsTheActiveConfiguration(t *testing.T) {
 	dir := t.TempDir()

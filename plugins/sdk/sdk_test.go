@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,11 +21,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sdk.CleanupClients()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 func testPlugin(t *testing.T) string {
 	return sdktest.Build(t, "./internal/testplugin", "testplugin")
@@ -128,7 +123,7 @@ func TestPluginGetsOnlyDeclaredEnvironment(t *testing.T) {
 }
 
 func TestPluginLogsKeepTheirLevels(t *testing.T) {
-	var logs syncBuffer
+	var logs sdktest.Buffer
 	c, err := load(t, "testplugin", testPlugin(t), sdk.LoadOptions{Stderr: &logs})
 	if err != nil {
 		t.Fatal(err)
@@ -192,19 +187,8 @@ func TestStreamingCancellation(t *testing.T) {
 }
 
 func TestDiscoveryOrderAndRefusals(t *testing.T) {
-	bin := testPlugin(t)
 	root := t.TempDir()
-	place := func(dir string) string {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		b, _ := os.ReadFile(bin)
-		p := filepath.Join(dir, "krops-provider-testplugin")
-		if err := os.WriteFile(p, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	place := func(dir string) string { return sdktest.Install(t, dir, "./internal/testplugin", "testplugin") }
 	pluginDir := filepath.Join(root, "plugins")
 	repoBin := filepath.Join(root, "repo", "bin")
 	dataHome := filepath.Join(root, "data")
@@ -346,23 +330,6 @@ func idsOf(rs []sdk.Resource) string {
 		ids = append(ids, r.ID)
 	}
 	return strings.Join(ids, ",")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A developer starts a plugin under a debugger with KROPS_PROVIDER_DEBUG=1

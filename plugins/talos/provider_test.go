@@ -12,11 +12,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sdk.CleanupClients()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 const config = `{"environment": {"sync-path": "mgmt/local-talos", "mgmt-cluster": "local-talos-management"}}`
 

@@ -30,25 +30,12 @@ func awsFixture(t *testing.T) (fixture, *testenv.FaultProxy, []string) {
 	if err := os.WriteFile(filepath.Join(f.dir, "bootstrap.toml"), []byte(awstest.BootstrapTOML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(sdktest.Build(t, "github.com/kropsdev/krops/plugins/aws", "aws"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.pluginDir, "krops-provider-aws"), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	sdktest.Install(t, f.pluginDir, "github.com/kropsdev/krops/plugins/aws", "aws")
 	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
 	awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 2})
 	proxy := testenv.NewFaultProxy(t, m.URL)
 	t.Cleanup(func() { proxy.AssertNoMutation(t) })
-	var env []string
-	for k, v := range m.Env() {
-		if k == "AWS_ENDPOINT_URL" {
-			v = proxy.URL
-		}
-		env = append(env, k+"="+v)
-	}
-	return f, proxy, append(env, "AWS_MAX_ATTEMPTS=3")
+	return f, proxy, m.Environ(proxy.URL)
 }
 
 func TestAWSReportAgainstMotoIsReadOnly(t *testing.T) {

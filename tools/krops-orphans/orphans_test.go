@@ -75,13 +75,7 @@ func setup(t *testing.T, cloudJSON string) fixture {
 		{"github.com/kropsdev/krops/plugins/sdk/examples/krops-provider-jsoncloud", "jsoncloud"},
 		{"github.com/kropsdev/krops/plugins/docker", "docker"},
 	} {
-		b, err := os.ReadFile(sdktest.Build(t, p.pkg, p.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(f.pluginDir, "krops-provider-"+p.name), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		sdktest.Install(t, f.pluginDir, p.pkg, p.name)
 	}
 	f.bin = testenv.BuildBinary(t, ".", "krops-orphans")
 	for name, body := range map[string]string{"bootstrap.toml": bootstrapTOML, "cloud.json": cloudJSON} {

@@ -43,13 +43,7 @@ func setup(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"aws", "docker"} {
-		b, err := os.ReadFile(sdktest.Build(t, "github.com/kropsdev/krops/plugins/"+name, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(plugins, "krops-provider-"+name), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		sdktest.Install(t, plugins, "github.com/kropsdev/krops/plugins/"+name, name)
 	}
 	if err := os.WriteFile(filepath.Join(f.dir, "bootstrap.toml"), []byte(awstest.BootstrapTOML+localHost), 0o644); err != nil {
 		t.Fatal(err)
@@ -57,13 +51,7 @@ func setup(t *testing.T) fixture {
 	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
 	f.fp = awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 3})
 	f.proxy = testenv.NewFaultProxy(t, m.URL)
-	f.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.dir, "KROPS_PLUGIN_DIR=" + plugins, "KROPS_AWS_POLL_INTERVAL=0"}
-	for k, v := range m.Env() {
-		if k == "AWS_ENDPOINT_URL" {
-			v = f.proxy.URL
-		}
-		f.env = append(f.env, k+"="+v)
-	}
+	f.env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.dir, "KROPS_PLUGIN_DIR=" + plugins, "KROPS_AWS_POLL_INTERVAL=0"}, m.Environ(f.proxy.URL)...)
 	return f
 }
 

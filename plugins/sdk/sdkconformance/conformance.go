@@ -20,12 +20,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 )
 
 // Options configure a run.
@@ -67,7 +67,7 @@ func Run(t *testing.T, binary string, o Options) {
 		o.Config.Environment = "conformance"
 	}
 	ctx := context.Background()
-	logs := &logBuffer{}
+	logs := &sdktest.Buffer{}
 	defer func() {
 		if t.Failed() {
 			t.Logf("plugin logs:\n%s", logs.String())
@@ -190,7 +190,7 @@ func exitsWithHost(t *testing.T, binary string) {
 	cmd := exec.Command(os.Args[0], "-test.run="+pattern, "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), hostEnv+"="+filepath.Base(binary))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	helperErr := &logBuffer{}
+	helperErr := &sdktest.Buffer{}
 	cmd.Stderr = helperErr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -250,23 +250,4 @@ func alive(pid int) bool {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
 	return len(f) > 0 && f[0] != "Z"
-}
-
-// logBuffer collects plugin logs; plugins may still log after a subtest
-// ended, when t.Log would panic.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

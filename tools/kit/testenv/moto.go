@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"sort"
 	"strconv"
 	"syscall"
 	"testing"
@@ -93,6 +94,21 @@ func (m *MotoServer) Env() map[string]string {
 		// moto sends no response checksums; the SDK would log about each.
 		"AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required",
 	}
+}
+
+// Environ is Env as KEY=VALUE entries for a child process, with the AWS
+// endpoint replaced by endpoint (a fault proxy in front of the server);
+// empty endpoint keeps the server's own URL.
+func (m *MotoServer) Environ(endpoint string) []string {
+	var out []string
+	for k, v := range m.Env() {
+		if k == "AWS_ENDPOINT_URL" && endpoint != "" {
+			v = endpoint
+		}
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Reset wipes every account and region of the server.
