@@ -20,7 +20,7 @@ import (
 // process (jsoncloud.New), measured in the same run; the plugin figures are
 // reported beside it as ratios.
 
-func benchState(b *testing.B, n int) (string, sdk.Config) {
+func benchState(b *testing.B, n int) sdk.Config {
 	b.Helper()
 	type res struct {
 		Kind string            `json:"kind"`
@@ -38,7 +38,7 @@ func benchState(b *testing.B, n int) (string, sdk.Config) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	return path, sdk.Config{Environment: "bench", Raw: []byte(`{"environment": {"mgmt-cluster": "m"}}`), Env: map[string]string{"JSONCLOUD_STATE": path}}
+	return sdk.Config{Environment: "bench", Raw: []byte(`{"environment": {"mgmt-cluster": "m"}}`), Env: map[string]string{"JSONCLOUD_STATE": path}}
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -73,21 +73,8 @@ func BenchmarkPluginColdStart(b *testing.B) {
 // BenchmarkPluginUnaryCall: one Preflight round trip against calling it in
 // process.
 func BenchmarkPluginUnaryCall(b *testing.B) {
-	bin := sdktestBuild(b)
-	_, cfg := benchState(b, 1)
 	ctx := context.Background()
-	c, err := sdk.Load(ctx, "jsoncloud", sdk.LoadOptions{Path: bin, Stderr: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Configure(ctx, cfg, func(k string) (string, bool) { v, ok := cfg.Env[k]; return v, ok }); err != nil {
-		b.Fatal(err)
-	}
-	direct := jsoncloud.New("bench")
-	if err := direct.Configure(ctx, cfg); err != nil {
-		b.Fatal(err)
-	}
+	c, direct := pluginAndBaseline(b, 1)
 	var viaPlugin, inproc time.Duration
 	for b.Loop() {
 		start := time.Now()
@@ -109,31 +96,28 @@ func BenchmarkPluginUnaryCall(b *testing.B) {
 // BenchmarkPluginDiscoverStream: resources per second streamed by Discover.
 func BenchmarkPluginDiscoverStream(b *testing.B) {
 	const n = 5000
-	bin := sdktestBuild(b)
-	_, cfg := benchState(b, n)
 	ctx := context.Background()
-	c, err := sdk.Load(ctx, "jsoncloud", sdk.LoadOptions{Path: bin, Stderr: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Configure(ctx, cfg, func(k string) (string, bool) { v, ok := cfg.Env[k]; return v, ok }); err != nil {
-		b.Fatal(err)
-	}
-	direct := jsoncloud.New("bench")
-	if err := direct.Configure(ctx, cfg); err != nil {
-		b.Fatal(err)
-	}
+	c, direct := pluginAndBaseline(b, n)
 	var viaPlugin, inproc time.Duration
 	for b.Loop() {
 		count := 0
 		start := time.Now()
-		if err := c.Discover(ctx, func(sdk.DiscoverEvent) error { count++; return nil }); err != nil {
+		if err := c.Discover(ctx, func(e sdk.DiscoverEvent) error {
+			if e.Resource != nil {
+				count++
+			}
+			return nil
+		}); err != nil {
 			b.Fatal(err)
 		}
 		viaPlugin += time.Since(start)
 		start = time.Now()
-		if err := direct.Discover(ctx, func(sdk.DiscoverEvent) error { count++; return nil }); err != nil {
+		if err := direct.Discover(ctx, func(e sdk.DiscoverEvent) error {
+			if e.Resource != nil {
+				count++
+			}
+			return nil
+		}); err != nil {
 			b.Fatal(err)
 		}
 		inproc += time.Since(start)
@@ -144,6 +128,28 @@ func BenchmarkPluginDiscoverStream(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/viaPlugin.Seconds(), "resources/s")
 	b.ReportMetric(float64(n*b.N)/inproc.Seconds(), "baseline_resources/s")
 	b.ReportMetric(float64(viaPlugin)/float64(max(inproc, 1)), "x_of_baseline")
+}
+
+// pluginAndBaseline returns the jsoncloud plugin subprocess and the same
+// provider in process, both configured with a fake cloud of n resources.
+// The plugin is closed when the benchmark ends.
+func pluginAndBaseline(b *testing.B, n int) (*sdk.Client, sdk.Provider) {
+	b.Helper()
+	cfg := benchState(b, n)
+	ctx := context.Background()
+	c, err := sdk.Load(ctx, "jsoncloud", sdk.LoadOptions{Path: sdktestBuild(b), Stderr: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	if err := c.Configure(ctx, cfg, func(k string) (string, bool) { v, ok := cfg.Env[k]; return v, ok }); err != nil {
+		b.Fatal(err)
+	}
+	direct := jsoncloud.New("bench")
+	if err := direct.Configure(ctx, cfg); err != nil {
+		b.Fatal(err)
+	}
+	return c, direct
 }
 
 func sdktestBuild(tb testing.TB) string {

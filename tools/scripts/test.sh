@@ -36,6 +36,14 @@ for mod in $(tools/scripts/modules.sh); do
 	phase "go test $mod ${short}" bash -c "cd '$mod' && go test -count=1 $short -timeout 30m ./..."
 done
 
+# Every benchmark once, so a broken benchmark fails CI instead of waiting
+# for the next `task bench` (the figures themselves come from `task bench`).
+if [[ -z "$short" ]]; then
+	for mod in $(tools/scripts/modules.sh); do
+		phase "benchmarks once: $mod" bash -c "cd '$mod' && out=\$(go test -count=1 -run '^\$' -bench . -benchtime 1x ./... 2>&1) || { echo \"\$out\"; exit 1; }"
+	done
+fi
+
 # The declarative trees: kustomize builds, server-side dry run against the
 # real API server (skipped under -short), and the cross-checks.
 if [[ -z "$short" ]]; then

@@ -89,15 +89,7 @@ func BenchmarkSweep(b *testing.B) {
 		if err := p.Configure(ctx, sdk.Config{Environment: "aws", Raw: []byte(awstest.ConfigJSON)}); err != nil {
 			b.Fatal(err)
 		}
-		var scope []sdk.Resource
-		if err := p.Discover(ctx, func(e sdk.DiscoverEvent) error {
-			if e.Resource != nil {
-				scope = append(scope, *e.Resource)
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
+		scope := scopeOf(b, ctx, p)
 		before := len(proxy.Requests())
 		deletedN := 0
 		start := time.Now()

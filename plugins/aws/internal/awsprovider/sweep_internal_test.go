@@ -11,8 +11,9 @@ import (
 	"github.com/kropsdev/krops/tools/kit/testenv"
 )
 
-func sweepWith(t *testing.T, ctx context.Context, p *Provider) map[string]sdk.SweepEvent {
-	t.Helper()
+// scopeOf is what a host sends Sweep: everything Discover found.
+func scopeOf(tb testing.TB, ctx context.Context, p *Provider) []sdk.Resource {
+	tb.Helper()
 	var scope []sdk.Resource
 	if err := p.Discover(ctx, func(e sdk.DiscoverEvent) error {
 		if e.Resource != nil {
@@ -20,8 +21,14 @@ func sweepWith(t *testing.T, ctx context.Context, p *Provider) map[string]sdk.Sw
 		}
 		return nil
 	}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return scope
+}
+
+func sweepWith(t *testing.T, ctx context.Context, p *Provider) map[string]sdk.SweepEvent {
+	t.Helper()
+	scope := scopeOf(t, ctx, p)
 	final := map[string]sdk.SweepEvent{}
 	err := p.Sweep(ctx, sdk.SweepRequest{Scope: scope, MaxIdlePasses: 2}, func(e sdk.SweepEvent) error {
 		final[e.Resource.Kind+" "+e.Resource.ID] = e
