@@ -61,23 +61,6 @@ func (l Lookup) Get(name string) (string, bool) {
 	return v, true
 }
 
-// EnvLookup reads knobs from an environment list such as os.Environ().
-func EnvLookup(environ []string) Lookup {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				m[kv[:i]] = kv[i+1:]
-				break
-			}
-		}
-	}
-	return func(name string) (string, bool) {
-		v, ok := m[name]
-		return v, ok
-	}
-}
-
 // overrideKeys maps knobs that override file keys to those keys.
 var overrideKeys = []struct{ env, key string }{
 	{"KROPS_KIND_CLUSTER", "bootstrap.kind-cluster"},

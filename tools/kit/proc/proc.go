@@ -7,7 +7,6 @@ package proc
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -154,13 +153,4 @@ func Inherit(names ...string) []string {
 		}
 	}
 	return env
-}
-
-// ExitCode returns the exit code inside err, or -1.
-func ExitCode(err error) int {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Result.ExitCode
-	}
-	return -1
 }

@@ -52,8 +52,9 @@ func TestErrorsShowACopyableCommandWithSecretsRedacted(t *testing.T) {
 			t.Errorf("error %q lacks %q", msg, w)
 		}
 	}
-	if ExitCode(err) != 3 {
-		t.Errorf("exit code %d", ExitCode(err))
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Result.ExitCode != 3 {
+		t.Errorf("exit code: %v", err)
 	}
 }
 
