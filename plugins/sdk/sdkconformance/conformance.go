@@ -26,6 +26,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"github.com/kropsdev/krops/tools/kit/procfs"
 )
 
 // Options configure a run.
@@ -220,7 +221,7 @@ func exitsWithHost(t *testing.T, binary string) {
 	}
 	_ = cmd.Wait()
 	start := time.Now()
-	for alive(pid) {
+	for procfs.Alive(pid) {
 		if time.Since(start) > 2*time.Second {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("plugin pid %d still runs 2 s after its host was killed", pid)
@@ -240,14 +241,4 @@ func playHost(binary string, o Options) {
 	fmt.Printf("KROPS_PLUGIN_PID %d\n", c.PID())
 	time.Sleep(time.Minute)
 	os.Exit(1)
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-	return len(f) > 0 && f[0] != "Z"
 }

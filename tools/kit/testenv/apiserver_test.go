@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kropsdev/krops/tools/kit/procfs"
 )
 
 func TestAPIServerReportsThePinnedVersion(t *testing.T) {
@@ -189,7 +191,7 @@ func TestAPIServerProcessesDieWithTheTestBinary(t *testing.T) {
 	_ = cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {
-		for alive(pid) {
+		for procfs.Alive(pid) {
 			if time.Now().After(deadline) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("process %d outlived the killed test binary", pid)
@@ -206,42 +208,10 @@ func TestHelperHoldAPIServer(t *testing.T) {
 	c := APIServer(t, ClusterOptions{})
 	_ = c
 	var pids []int
-	for _, shim := range childPIDs(os.Getpid()) {
+	for _, shim := range procfs.Children(os.Getpid()) {
 		pids = append(pids, shim)
-		pids = append(pids, childPIDs(shim)...)
+		pids = append(pids, procfs.Children(shim)...)
 	}
 	fmt.Printf("HOLDING %s\n", strings.Trim(fmt.Sprint(pids), "[]"))
 	time.Sleep(time.Minute)
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// A zombie waiting for its reaper is dead for our purposes.
-	fields := strings.Fields(string(b))
-	return len(fields) > 2 && fields[2] != "Z"
-}
-
-func childPIDs(parent int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// The command name may hold spaces; fields after ")" are fixed.
-		s := string(b)
-		rest := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-		if len(rest) > 1 && rest[1] == strconv.Itoa(parent) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

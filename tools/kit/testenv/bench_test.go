@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func BenchmarkFaultProxyOverhead(b *testing.B) {
 
 func upstreamB(b *testing.B) string {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })}
-	l, err := listenLoopback()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
