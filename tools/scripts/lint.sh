@@ -12,6 +12,7 @@ if [[ -n "$unformatted" ]]; then
 	exit 1
 fi
 for mod in $(tools/scripts/modules.sh); do
-	echo "==> vet + staticcheck $mod" >&2
+	echo "==> go mod tidy -diff, vet, staticcheck: $mod" >&2
+	(cd "$mod" && go mod tidy -diff) || { echo "$mod: go.mod/go.sum are not tidy: run go mod tidy there" >&2; exit 1; }
 	(cd "$mod" && go vet ./... && go run "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" ./...)
 done
