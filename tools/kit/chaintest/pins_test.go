@@ -62,3 +62,29 @@ func TestTaskfileRunsOnlyBinariesThatExist(t *testing.T) {
 		}
 	}
 }
+
+// Every module of the repository is in go.work, except the tool modules
+// under tools/testbin, which are kept out on purpose (their dependencies
+// would otherwise pin the workspace's).
+func TestGoWorkListsEveryModule(t *testing.T) {
+	work := read(t, "go.work")
+	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, p)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || rel == filepath.Join("tools", "testbin")) {
+			return filepath.SkipDir
+		}
+		if d.Name() == "go.mod" {
+			dir := filepath.Dir(rel)
+			if !strings.Contains(work, "./"+filepath.ToSlash(dir)+"\n") {
+				t.Errorf("module %s is not in go.work", dir)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
