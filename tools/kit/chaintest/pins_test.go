@@ -68,6 +68,7 @@ func TestTaskfileRunsOnlyBinariesThatExist(t *testing.T) {
 // would otherwise pin the workspace's).
 func TestGoWorkListsEveryModule(t *testing.T) {
 	work := read(t, "go.work")
+	found := 0
 	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -77,6 +78,7 @@ func TestGoWorkListsEveryModule(t *testing.T) {
 			return filepath.SkipDir
 		}
 		if d.Name() == "go.mod" {
+			found++
 			dir := filepath.Dir(rel)
 			if !strings.Contains(work, "./"+filepath.ToSlash(dir)+"\n") {
 				t.Errorf("module %s is not in go.work", dir)
@@ -86,5 +88,8 @@ func TestGoWorkListsEveryModule(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if found < 2 {
+		t.Errorf("found %d modules: the walk is not looking at the repository", found)
 	}
 }
