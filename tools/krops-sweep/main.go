@@ -37,8 +37,7 @@ func run(args []string) int {
 		Description: `Discovers everything krops owns for the environment (the clusters bootstrap.toml names, by tags and name
 rules) and deletes exactly that, in dependency order, retrying what is blocked. Nothing outside that scope is
 touched. A discovery that fails stops the sweep before anything is deleted (exit 3). Use --dry-run first.`,
-		// The knobs are repeated here so they may follow the command name.
-		Flags:  append(cli.KnobFlags("KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_PLUGIN_DIR", "CLUSTER_DELETE_TIMEOUT"), flags...),
+		Flags:  flags,
 		Action: func(c *ucli.Context) error { return sweep(c) },
 	}
 	app := cli.New(cli.Options{

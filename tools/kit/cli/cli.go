@@ -160,6 +160,12 @@ func New(o Options) *ucli.App {
 		return nil
 	}
 	for _, cmd := range app.Commands {
+		// The knobs are the binary's, whichever command runs; repeating
+		// them on each command lets them follow the command name too
+		// (`krops-sweep cloud aws --config x`).
+		if cmd.Name != "version" {
+			cmd.Flags = append(KnobFlags(o.Knobs...), cmd.Flags...)
+		}
 		cmd.OnUsageError = app.OnUsageError
 		if cmd.CustomHelpTemplate == "" {
 			cmd.CustomHelpTemplate = ucli.CommandHelpTemplate + "\n" + ExitCodesHelp + "\n"

@@ -265,3 +265,16 @@ func TestSelectEnvironment(t *testing.T) {
 		}
 	}
 }
+
+func TestKnobFlagsMayFollowASubcommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var port string
+	app := New(Options{Name: "krops-test", Knobs: []string{"REGISTRY_PORT"}, Stdout: &out, Stderr: &errOut,
+		Commands: []*ucli.Command{{Name: "sub", Action: func(c *ucli.Context) error {
+			port, _ = Lookup(c).Get("REGISTRY_PORT")
+			return nil
+		}}}})
+	if code := Run(context.Background(), app, []string{"krops-test", "sub", "arg", "--registry-port", "7002"}, RunOptions{}); code != 0 || port != "7002" {
+		t.Errorf("exit %d, port %q: %s", code, port, errOut.String())
+	}
+}
