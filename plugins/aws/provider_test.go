@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { sdktest.Main(m) }
 
 // load starts the real plugin subprocess and configures it for the aws
 // environment against endpoint (moto, or a fault proxy in front of it).
-func load(t *testing.T, m *testenv.MotoServer, endpoint string, raw string) *sdk.Client {
+func load(t *testing.T, m *testenv.MotoServer, endpoint string, raw []byte) *sdk.Client {
 	t.Helper()
 	c, err := sdk.Load(context.Background(), "aws", sdk.LoadOptions{Path: sdktest.Build(t, ".", "aws"), Stderr: io.Discard})
 	if err != nil {
@@ -36,7 +36,7 @@ func load(t *testing.T, m *testenv.MotoServer, endpoint string, raw string) *sdk
 	env := m.Env()
 	env["AWS_ENDPOINT_URL"] = endpoint
 	env["KROPS_AWS_POLL_INTERVAL"] = os.Getenv("KROPS_AWS_POLL_INTERVAL")
-	if err := c.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: []byte(raw)}, func(k string) (string, bool) {
+	if err := c.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: raw}, func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok && v != ""
 	}); err != nil {
@@ -88,7 +88,7 @@ func TestAgainstMoto(t *testing.T) {
 
 	t.Run("discover finds exactly the krops set", func(t *testing.T) {
 		proxy := testenv.NewFaultProxy(t, m.URL)
-		d := discover(t, load(t, m, proxy.URL, awstest.ConfigJSON))
+		d := discover(t, load(t, m, proxy.URL, awstest.ProviderConfig(t)))
 		if len(d.errors) > 0 {
 			t.Fatalf("query errors: %+v", d.errors)
 		}
@@ -119,7 +119,7 @@ func TestAgainstMoto(t *testing.T) {
 	t.Run("a failing query is reported and the rest still returned", func(t *testing.T) {
 		proxy := testenv.NewFaultProxy(t, m.URL)
 		proxy.Add(testenv.Rule{Action: "DescribeNatGateways", Status: http.StatusForbidden, Code: "UnauthorizedOperation"})
-		d := discover(t, load(t, m, proxy.URL, awstest.ConfigJSON))
+		d := discover(t, load(t, m, proxy.URL, awstest.ProviderConfig(t)))
 		regions := map[string]bool{}
 		for _, e := range d.errors {
 			if e.Kind != "nat-gateway" {
@@ -161,7 +161,7 @@ func TestAgainstMoto(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				proxy := testenv.NewFaultProxy(t, m.URL)
 				proxy.Add(testenv.Rule{Action: "GetServiceQuota", Respond: eipQuotaStandIn(t, m.URL, tc.eipQuota)})
-				checks, err := load(t, m, proxy.URL, awstest.ConfigJSON).Preflight(context.Background())
+				checks, err := load(t, m, proxy.URL, awstest.ProviderConfig(t)).Preflight(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -188,7 +188,7 @@ func TestAgainstMoto(t *testing.T) {
 
 	t.Run("an account outside the allow-list is refused before any listing", func(t *testing.T) {
 		proxy := testenv.NewFaultProxy(t, m.URL)
-		raw := strings.Replace(awstest.ConfigJSON, `"mgmt-cluster":`, `"allowed-accounts": ["999999999999"], "mgmt-cluster":`, 1)
+		raw := awstest.ProviderConfig(t, `allowed-accounts = ["999999999999"]`)
 		c := load(t, m, proxy.URL, raw)
 		err := c.Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
 		if err == nil || !strings.Contains(err.Error(), "123456789012 is not in") {
@@ -208,7 +208,7 @@ func TestAgainstMoto(t *testing.T) {
 // moto of its own rather than TestAgainstMoto's footprint.
 func TestConformance(t *testing.T) {
 	m := testenv.Moto(t, testenv.MotoOptions{})
-	sdkconformance.Run(t, sdktest.Build(t, ".", "aws"), sdkconformance.Options{Config: sdk.Config{Raw: []byte(awstest.ConfigJSON)}, Env: m.Env()})
+	sdkconformance.Run(t, sdktest.Build(t, ".", "aws"), sdkconformance.Options{Config: sdk.Config{Raw: awstest.ProviderConfig(t)}, Env: m.Env()})
 }
 
 func contains(ids []string, prefix string) bool {

@@ -47,7 +47,7 @@ func sweep(t *testing.T, c *sdk.Client, scope []sdk.Resource, dryRun bool) swept
 // asynchronous deletions at once.
 func loadSweeper(t *testing.T, m *testenv.MotoServer, endpoint string) *sdk.Client {
 	t.Setenv("KROPS_AWS_POLL_INTERVAL", "0")
-	return load(t, m, endpoint, awstest.ConfigJSON)
+	return load(t, m, endpoint, awstest.ProviderConfig(t))
 }
 
 func TestSweepAgainstMoto(t *testing.T) {

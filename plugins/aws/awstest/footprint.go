@@ -7,6 +7,8 @@ package awstest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -23,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/rds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	kropsconfig "github.com/kropsdev/krops/tools/kit/config"
 )
 
 // Account is moto's default account.
@@ -65,21 +69,26 @@ eks-cluster-name = "default_eu-west-1-workload-control-plane"
 rds-instance = "krops-eu-west-1-workload-db"
 `
 
-// ConfigJSON is BootstrapTOML as a provider receives it with Configure.
-const ConfigJSON = `{"bootstrap": {}, "environment": {
-  "mgmt-cluster": "eu-north-1-management",
-  "teardown": {
-    "mgmt-eks-cluster-name": "default_eu-north-1-management-control-plane",
-    "mgmt-iam-role-prefix": "eu-north-1-management",
-    "aws-workloads": [
-      {"region": "eu-north-1", "cluster-name": "eu-north-1-workload", "eks-cluster-name": "default_eu-north-1-workload-control-plane", "rds-instance": "krops-eu-north-1-workload-db"},
-      {"region": "eu-west-1", "cluster-name": "eu-west-1-workload", "eks-cluster-name": "default_eu-west-1-workload-control-plane", "rds-instance": "krops-eu-west-1-workload-db"}
-    ]}},
-  "teardown": {
-    "cfn-stack-name": "cluster-api-provider-aws-sigs-k8s-io",
-    "global-iam-roles": ["krops-eu-north-1-workload-reader"],
-    "global-iam-users": ["krops-reader"],
-    "s3-bucket-pattern": "krops-{account_id}-{cluster_name}-data"}}`
+// ProviderConfig is BootstrapTOML's aws environment as the host sends it
+// with Configure (config.ProviderJSON), so provider tests see exactly what
+// krops binaries send. awsLines are added to [environments.aws].
+func ProviderConfig(tb testing.TB, awsLines ...string) []byte {
+	tb.Helper()
+	toml := strings.Replace(BootstrapTOML, "provider = \"aws\"\n", "provider = \"aws\"\n"+strings.Join(awsLines, "\n")+"\n", 1)
+	path := filepath.Join(tb.TempDir(), "bootstrap.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	c, err := kropsconfig.Load(kropsconfig.LoadOptions{Path: path})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := c.ProviderJSON("aws")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
+}
 
 // Cluster is one cluster of the footprint.
 type Cluster struct {

@@ -42,7 +42,7 @@ func sweepWith(t *testing.T, ctx context.Context, p *Provider) map[string]sdk.Sw
 
 func configured(t *testing.T, o Options) *Provider {
 	p := New("test", o)
-	if err := p.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: []byte(awstest.ConfigJSON)}); err != nil {
+	if err := p.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(t)}); err != nil {
 		t.Fatal(err)
 	}
 	return p
