@@ -159,9 +159,10 @@ func TestAPIServerProcessesDieWithTheTestBinary(t *testing.T) {
 		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
 	}
 	if os.Getenv("KROPS_TESTENV_HOLD") == "1" {
-		return // the helper role is TestHelperHoldAPIServer
+		holdAPIServer(t) // this process is the child being killed
+		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldAPIServer$", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAPIServerProcessesDieWithTheTestBinary$", "-test.v")
 	cmd.Env = append(os.Environ(), "KROPS_TESTENV_HOLD=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -201,12 +202,10 @@ func TestAPIServerProcessesDieWithTheTestBinary(t *testing.T) {
 	}
 }
 
-func TestHelperHoldAPIServer(t *testing.T) {
-	if os.Getenv("KROPS_TESTENV_HOLD") != "1" {
-		t.Skip("helper process for TestAPIServerProcessesDieWithTheTestBinary")
-	}
-	c := APIServer(t, ClusterOptions{})
-	_ = c
+// holdAPIServer starts an API server, reports its processes and waits to
+// be killed.
+func holdAPIServer(t *testing.T) {
+	APIServer(t, ClusterOptions{})
 	var pids []int
 	for _, shim := range procfs.Children(os.Getpid()) {
 		pids = append(pids, shim)
