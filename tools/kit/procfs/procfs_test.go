@@ -3,13 +3,23 @@ package procfs
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 )
 
 func TestAliveAndChildren(t *testing.T) {
-	// A command name with spaces and a parenthesis must not confuse the parser.
-	cmd := exec.Command("/bin/sh", "-c", "exec -a 'odd (name) x' sleep 30")
+	// A command name with spaces and parentheses must not confuse the
+	// parser: the kernel takes it from the executable's file name.
+	b, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(t.TempDir(), "odd (name) x")
+	if err := os.WriteFile(odd, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
