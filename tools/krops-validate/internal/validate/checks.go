@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/imageinventory"
 )
 
 // Problem is one failure: where, and what is wrong.
@@ -341,56 +342,24 @@ func onlyPlaceholders(m map[string]any) bool {
 
 var wholePlaceholder = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*(:[=-][^}]*)?\}$`)
 
-var digestRef = regexp.MustCompile(`^(\S+):([^:@/\s]+)@sha256:[0-9a-f]{64}$`)
-
 // checkImages: every container image the trees deploy is in the air-gap
-// inventory with its tag and digest.
+// inventory with its tag and digest. A pending entry is not enough here: the
+// trees run these images, so they must be pinned now.
 func checkImages(in *Input) Result {
 	r := Result{Check: "every image is in airgap/images.txt with tag and digest"}
 	images := map[string][]string{}
 	for _, o := range in.Objects {
 		collectImages(o.Raw, func(img string) { images[img] = append(images[img], o.String()) })
 	}
-	if len(images) == 0 {
-		return r
-	}
 	if in.Images == nil {
-		r.Problems = append(r.Problems, Problem{"airgap/images.txt", "missing: list every image as repo:tag@sha256:<digest>"})
+		if len(images) > 0 {
+			r.Problems = append(r.Problems, Problem{"airgap/images.txt", "missing: list every image as repo:tag@sha256:<digest>"})
+		}
 		return r
 	}
-	inventory := map[string]bool{}
-	pinned := map[string]bool{}
-	type preload struct {
-		image, in string
-		line      int
-	}
-	var preloads []preload
-	for n, line := range strings.Split(string(in.Images), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		// "repo:tag preloaded-in repo:tag@sha256:..." records an image that
-		// ships inside another, pinned image (kindnetd inside kindest/node):
-		// the outer digest pins it, and nothing needs to mirror it.
-		if f := strings.Fields(line); len(f) == 3 && f[1] == "preloaded-in" {
-			preloads = append(preloads, preload{f[0], f[2], n + 1})
-			continue
-		}
-		m := digestRef.FindStringSubmatch(line)
-		if m == nil {
-			r.Problems = append(r.Problems, Problem{fmt.Sprintf("airgap/images.txt:%d", n+1), fmt.Sprintf("%q is not repo:tag@sha256:<64 hex> (or <image> preloaded-in <pinned image>)", line)})
-			continue
-		}
-		inventory[m[1]+":"+m[2]] = true
-		pinned[line] = true
-	}
-	for _, p := range preloads {
-		if !pinned[p.in] {
-			r.Problems = append(r.Problems, Problem{fmt.Sprintf("airgap/images.txt:%d", p.line), fmt.Sprintf("%s is preloaded in %s, which is not itself in the inventory with its digest", p.image, p.in)})
-			continue
-		}
-		inventory[p.image] = true
+	inv, problems := imageinventory.Parse(in.Images)
+	for _, p := range problems {
+		r.Problems = append(r.Problems, Problem{fmt.Sprintf("airgap/images.txt:%d", p.Line), p.Message})
 	}
 	var names []string
 	for img := range images {
@@ -398,10 +367,18 @@ func checkImages(in *Input) Result {
 	}
 	sort.Strings(names)
 	for _, img := range names {
-		base, _, _ := strings.Cut(img, "@")
-		if !inventory[base] {
-			r.Problems = append(r.Problems, Problem{images[img][0], fmt.Sprintf("image %s is not in airgap/images.txt", base)})
+		e, ok := inv.Lookup(img)
+		switch {
+		case !ok:
+			r.Problems = append(r.Problems, Problem{images[img][0], fmt.Sprintf("image %s is not in airgap/images.txt", img)})
+		case e.Pending:
+			r.Problems = append(r.Problems, Problem{images[img][0], fmt.Sprintf("image %s is pending in airgap/images.txt (line %d): the trees deploy it, so pin it (krops-airgap pin)", e.Image, e.Line)})
+		case strings.Contains(img, "@") && e.Digest != "" && !strings.HasSuffix(img, "@"+e.Digest):
+			r.Problems = append(r.Problems, Problem{images[img][0], fmt.Sprintf("image %s does not carry the digest airgap/images.txt pins (line %d: %s)", img, e.Line, e.Digest)})
 		}
+	}
+	if n := len(inv.Pending()); n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d inventory entries are pending a digest (krops-airgap check lists them)", n))
 	}
 	return r
 }

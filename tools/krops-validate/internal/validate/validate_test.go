@@ -219,10 +219,16 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 		}, "every image is in airgap/images.txt with tag and digest", "docker.io/kindest/kindnetd:v1 is not in airgap/images.txt"},
 		{"an image preloaded in an image that is not pinned", func(f map[string]string) {
 			f["airgap/images.txt"] += "docker.io/kindest/kindnetd:v1 preloaded-in docker.io/kindest/node:v9@sha256:" + strings.Repeat("cd", 32) + "\n"
-		}, "every image is in airgap/images.txt with tag and digest", "is not itself in the inventory with its digest"},
+		}, "every image is in airgap/images.txt with tag and digest", "is not itself in the inventory with that digest"},
 		{"an inventory line without digest", func(f map[string]string) {
 			f["airgap/images.txt"] += "registry:2\n"
-		}, "every image is in airgap/images.txt with tag and digest", `"registry:2" is not repo:tag@sha256`},
+		}, "every image is in airgap/images.txt with tag and digest", `"registry:2" has no digest`},
+		{"a deployed image that is only pending", func(f map[string]string) {
+			f["airgap/images.txt"] = strings.Replace(f["airgap/images.txt"], "podinfo:6.15.0@sha256:"+strings.Repeat("ab", 32), "podinfo:6.15.0 pending", 1)
+		}, "every image is in airgap/images.txt with tag and digest", "is pending in airgap/images.txt (line 2)"},
+		{"a deployed image whose digest differs from the inventory", func(f map[string]string) {
+			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "podinfo:6.15.0", "podinfo:6.15.0@sha256:"+strings.Repeat("ef", 32), 1)
+		}, "every image is in airgap/images.txt with tag and digest", "does not carry the digest airgap/images.txt pins"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
