@@ -47,7 +47,8 @@ fi
 # The declarative trees: kustomize builds, server-side dry run against the
 # real API server (skipped under -short), and the cross-checks.
 if [[ -z "$short" ]]; then
-	phase "krops-validate (mgmt/, workload/)" go run ./tools/krops-validate
+	phase "krops-validate (mgmt/, workload/, airgap/)" go run ./tools/krops-validate
 else
-	phase "krops-validate --skip-schema (mgmt/, workload/)" go run ./tools/krops-validate --skip-schema
+	phase "krops-validate --skip-schema (mgmt/, workload/, airgap/)" go run ./tools/krops-validate --skip-schema
 fi
+phase "krops-airgap check (airgap/zarf.yaml)" go run ./tools/krops-airgap check

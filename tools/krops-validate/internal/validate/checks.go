@@ -46,8 +46,9 @@ type Input struct {
 	Images []byte
 }
 
-// Trees are the directories validated.
-var Trees = []string{"mgmt", "workload"}
+// Trees are the directories validated: airgap holds the air-gapped
+// cluster's Flux root and its FluxInstance.
+var Trees = []string{"mgmt", "workload", "airgap"}
 
 // Load renders the trees and reads the files the checks need.
 func Load(root string, cfg *config.Config) (*Input, error) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
@@ -83,9 +84,15 @@ func Roots(root string, dirs ...string) ([]string, error) {
 	return out, nil
 }
 
-// Build renders one kustomization with the kustomize Go API.
+// Build renders one kustomization with the kustomize Go API, with the
+// options Flux's kustomize-controller uses: files outside the
+// kustomization's directory may be loaded (Flux confines them to the source
+// artifact instead), and only built-in plugins run.
 func Build(root, dir string) ([]Object, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = kustypes.LoadRestrictionsNone
+	opts.PluginConfig = kustypes.DisabledPluginConfig()
+	k := krusty.MakeKustomizer(opts)
 	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(root, dir))
 	if err != nil {
 		return nil, err
