@@ -39,6 +39,8 @@ type Input struct {
 	Config      *config.Config
 	Objects     []Object
 	BuildErrors map[string]error
+	// RenderNotes name what could not be rendered (and so not checked).
+	RenderNotes []string
 	// Files maps repository-relative paths of YAML files under the trees
 	// to their content.
 	Files map[string][]byte
@@ -65,6 +67,12 @@ func Load(root string, cfg *config.Config) (*Input, error) {
 		}
 		in.Objects = append(in.Objects, objs...)
 		in.Objects = append(in.Objects, payloads(objs)...)
+		rendered, errs, notes := resourceSets(objs)
+		in.Objects = append(in.Objects, rendered...)
+		in.RenderNotes = append(in.RenderNotes, notes...)
+		for where, err := range errs {
+			in.BuildErrors[where] = err
+		}
 	}
 	for _, d := range Trees {
 		base := filepath.Join(root, d)
@@ -113,13 +121,13 @@ func payloads(objs []Object) []Object {
 // Static runs every check that needs no API server.
 func Static(in *Input) []Result {
 	return []Result{
-		checkBuild(in), checkPaths(in), checkCharts(in), checkNaming(in), checkPlaceholders(in),
+		checkBuild(in), checkPaths(in), checkKustomizationPaths(in), checkCharts(in), checkNaming(in), checkPlaceholders(in),
 		checkDependsOn(in), checkSecrets(in), checkImages(in),
 	}
 }
 
 func checkBuild(in *Input) Result {
-	r := Result{Check: "every kustomization builds"}
+	r := Result{Check: "every kustomization builds", Notes: in.RenderNotes}
 	var dirs []string
 	for d := range in.BuildErrors {
 		dirs = append(dirs, d)
@@ -155,6 +163,47 @@ func checkPaths(in *Input) Result {
 		}
 		for i, p := range env.PivotSOPSSecrets {
 			need(fmt.Sprintf("%s.pivot-sops-secrets[%d]", k, i), p)
+		}
+	}
+	return r
+}
+
+// checkKustomizationPaths: every Flux Kustomization that reads this
+// repository (source flux-system) names a directory that exists and holds
+// something to build. Flux would otherwise fail only once it gets there,
+// possibly deep into a bootstrap.
+func checkKustomizationPaths(in *Input) Result {
+	r := Result{Check: "every Flux Kustomization path exists in the repository"}
+	for _, o := range in.Objects {
+		api, kind := o.Kind()
+		if kind != "Kustomization" || !strings.HasPrefix(api, "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		if str(o.Raw, "spec", "sourceRef", "name") != "flux-system" {
+			continue
+		}
+		p := str(o.Raw, "spec", "path")
+		rel := filepath.Clean(strings.TrimPrefix(p, "./"))
+		if p == "" || rel == "." {
+			r.Problems = append(r.Problems, Problem{o.String(), "spec.path is empty: name the directory to build"})
+			continue
+		}
+		if filepath.IsAbs(rel) || strings.HasPrefix(rel, "..") {
+			r.Problems = append(r.Problems, Problem{o.String(), fmt.Sprintf("spec.path %s leaves the repository", p)})
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(in.Root, rel))
+		if err != nil {
+			r.Problems = append(r.Problems, Problem{o.String(), fmt.Sprintf("spec.path %s does not exist in the repository", p)})
+			continue
+		}
+		buildable := false
+		for _, e := range entries {
+			n := e.Name()
+			buildable = buildable || (!e.IsDir() && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") || n == "Kustomization"))
+		}
+		if !buildable {
+			r.Problems = append(r.Problems, Problem{o.String(), fmt.Sprintf("spec.path %s holds no kustomization and no YAML: Flux would apply nothing", p)})
 		}
 	}
 	return r

@@ -39,7 +39,31 @@ cluster-name = "eu-west-1-workload"
 eks-cluster-name = "default_eu-west-1-workload-control-plane"
 rds-instance = "krops-eu-west-1-workload-db"
 `,
-		"mgmt/one/kustomization.yaml": "resources:\n- flux-ks.yaml\n- cert-manager\n- apps.yaml\n",
+		"mgmt/one/kustomization.yaml": "resources:\n- flux-ks.yaml\n- cert-manager\n- apps.yaml\n- delivery.yaml\n",
+		"mgmt/one/delivery.yaml": `apiVersion: fluxcd.controlplane.io/v1
+kind: ResourceSet
+metadata:
+  name: delivery
+  namespace: flux-system
+spec:
+  inputs:
+  - component: cert-manager
+  resources:
+  - apiVersion: kustomize.toolkit.fluxcd.io/v1
+    kind: Kustomization
+    metadata:
+      name: << inputs.component >>-copy
+      namespace: flux-system
+    spec:
+      dependsOn:
+      - name: infrastructure
+      interval: 5m
+      prune: true
+      path: ./mgmt/one/<< inputs.component >>
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+`,
 		"mgmt/one/flux-ks.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
@@ -163,8 +187,15 @@ func TestGoodFixturePassesEveryStaticCheck(t *testing.T) {
 	// A Secret made only of apply-time placeholders holds no secret.
 	f["mgmt/one/ids.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ids\nstringData:\n  TENANT: ${AZURE_TENANT_ID}\n"
 	in := load(t, f)
-	if len(in.Objects) < 6 {
+	if len(in.Objects) < 7 {
 		t.Fatalf("rendered %d objects", len(in.Objects))
+	}
+	rendered := false
+	for _, o := range in.Objects {
+		rendered = rendered || (o.Name() == "flux-system/cert-manager-copy" && strings.Contains(o.Root, "ResourceSet flux-system/delivery input 0"))
+	}
+	if !rendered {
+		t.Error("the ResourceSet's Kustomization was not rendered from its input")
 	}
 	for _, r := range Static(in) {
 		if !r.OK() {
@@ -210,6 +241,19 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 		{"a Secret mixing placeholders and a literal", func(f map[string]string) {
 			f["mgmt/one/ids.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ids\nstringData:\n  TENANT: ${AZURE_TENANT_ID}\n  KEY: literal\n"
 		}, "no plain-text Secret (only *.sops.yaml)", "Secret ids holds data in plain text"},
+		{"a Flux Kustomization path that does not exist", func(f map[string]string) {
+			f["mgmt/one/flux-ks.yaml"] = strings.Replace(f["mgmt/one/flux-ks.yaml"], "path: ./mgmt/one/cert-manager", "path: ./mgmt/one/certmanager", 1)
+		}, "every Flux Kustomization path exists in the repository", "spec.path ./mgmt/one/certmanager does not exist"},
+		{"a Flux Kustomization path with nothing to build", func(f map[string]string) {
+			f["mgmt/one/empty/README.md"] = "nothing here\n"
+			f["mgmt/one/flux-ks.yaml"] = strings.Replace(f["mgmt/one/flux-ks.yaml"], "path: ./mgmt/one/cert-manager", "path: ./mgmt/one/empty", 1)
+		}, "every Flux Kustomization path exists in the repository", "holds no kustomization and no YAML"},
+		{"a ResourceSet rendering a path that does not exist", func(f map[string]string) {
+			f["mgmt/one/delivery.yaml"] = strings.Replace(f["mgmt/one/delivery.yaml"], "- component: cert-manager", "- component: cert-manager\n  - component: certmanager", 1)
+		}, "every Flux Kustomization path exists in the repository", "Kustomization flux-system/certmanager-copy (in mgmt/one, ResourceSet flux-system/delivery input 1): spec.path ./mgmt/one/certmanager does not exist"},
+		{"a ResourceSet template naming a missing input", func(f map[string]string) {
+			f["mgmt/one/delivery.yaml"] = strings.Replace(f["mgmt/one/delivery.yaml"], "<< inputs.component >>-copy", "<< inputs.componnet >>-copy", 1)
+		}, "every kustomization builds", `map has no entry for key "componnet"`},
 		{"an image missing from the inventory", func(f map[string]string) {
 			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "podinfo:6.15.0", "podinfo:6.16.0", 1)
 		}, "every image is in airgap/images.txt with tag and digest", "ghcr.io/stefanprodan/podinfo:6.16.0 is not in airgap/images.txt"},
@@ -292,5 +336,17 @@ func TestSchemaAgainstARealAPIServer(t *testing.T) {
 	if !strings.Contains(text, "Kustomization flux-system/infrastructure") || !strings.Contains(text, "spec.interval") ||
 		!strings.Contains(text, "Deployment podinfo") || !strings.Contains(text, "needs metadata.namespace") {
 		t.Errorf("schema problems:\n%s", text)
+	}
+}
+
+// A template that uses one of the operator's helper functions cannot be
+// rendered here: it is named, neither failed nor silently passed.
+func TestResourceSetHelperFunctionsAreNamed(t *testing.T) {
+	f := fixture()
+	f["mgmt/one/delivery.yaml"] = strings.Replace(f["mgmt/one/delivery.yaml"], "<< inputs.component >>-copy", "<< inputs.component | slugify >>-copy", 1)
+	in := load(t, f)
+	r := checkBuild(in)
+	if !r.OK() || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], `ResourceSet flux-system/delivery resource 0 not rendered`) || !strings.Contains(r.Notes[0], `"slugify" not defined`) {
+		t.Fatalf("problems %+v, notes %q", r.Problems, r.Notes)
 	}
 }
