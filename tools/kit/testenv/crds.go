@@ -19,6 +19,7 @@ var (
 	CertManager   = crds.CertManager
 	FluxSource    = crds.FluxSource
 	FluxKustomize = crds.FluxKustomize
+	FluxHelm      = crds.FluxHelm
 	FluxOperator  = crds.FluxOperator
 )
 
