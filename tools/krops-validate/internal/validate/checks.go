@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/crds"
 	"github.com/kropsdev/krops/tools/kit/imageinventory"
 )
 
@@ -121,7 +122,7 @@ func payloads(objs []Object) []Object {
 // Static runs every check that needs no API server.
 func Static(in *Input) []Result {
 	return []Result{
-		checkBuild(in), checkPaths(in), checkKustomizationPaths(in), checkCharts(in), checkNaming(in), checkPlaceholders(in),
+		checkBuild(in), checkPaths(in), checkKustomizationPaths(in), checkCharts(in), checkVersions(in), checkNaming(in), checkPlaceholders(in),
 		checkDependsOn(in), checkSecrets(in), checkImages(in),
 	}
 }
@@ -256,6 +257,76 @@ func checkCharts(in *Input) Result {
 		case "OCIRepository", "HelmRepository":
 			url := str(o.Raw, "spec", "url")
 			compare(o, url[strings.LastIndex(url, "/")+1:], str(o.Raw, "spec", "ref", "tag"))
+		}
+	}
+	return r
+}
+
+// schemaSets maps operator providers and charts to the CRD set their
+// objects are validated against.
+var schemaSets = map[string]crds.Set{
+	"CoreProvider/cluster-api":      crds.CAPICore,
+	"BootstrapProvider/kubeadm":     crds.CAPICore,
+	"ControlPlaneProvider/kubeadm":  crds.CAPICore,
+	"InfrastructureProvider/docker": crds.CAPD,
+	"InfrastructureProvider/aws":    crds.CAPA,
+	"InfrastructureProvider/gcp":    crds.CAPG,
+}
+
+// checkVersions: a provider runs at one version in every environment, and
+// the objects that use its kinds were checked against the CRDs of that very
+// version. Otherwise the schema check would vouch for a different release
+// than the one deployed.
+func checkVersions(in *Input) Result {
+	r := Result{Check: "provider and chart versions agree across environments and with the CRDs checked against"}
+	type use struct{ version, where string }
+	byProvider := map[string][]use{}
+	for _, o := range in.Objects {
+		api, kind := o.Kind()
+		if !strings.HasPrefix(api, "operator.cluster.x-k8s.io/") || !strings.HasSuffix(kind, "Provider") {
+			continue
+		}
+		md, _ := o.Raw["metadata"].(map[string]any)
+		name, _ := md["name"].(string)
+		key := kind + "/" + name
+		byProvider[key] = append(byProvider[key], use{str(o.Raw, "spec", "version"), o.String()})
+	}
+	var keys []string
+	for k := range byProvider {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		uses := byProvider[k]
+		versions := map[string][]string{}
+		for _, u := range uses {
+			versions[u.version] = append(versions[u.version], u.where)
+		}
+		if len(versions) > 1 {
+			var parts []string
+			for v, ws := range versions {
+				parts = append(parts, fmt.Sprintf("%s in %s", v, strings.Join(ws, ", ")))
+			}
+			sort.Strings(parts)
+			r.Problems = append(r.Problems, Problem{k, "deployed at different versions: " + strings.Join(parts, "; ")})
+		}
+		set, ok := schemaSets[k]
+		if !ok {
+			continue
+		}
+		for v, ws := range versions {
+			if !set.Covers(v) {
+				r.Problems = append(r.Problems, Problem{ws[0], fmt.Sprintf("%s %s is deployed, but its objects are checked against the CRDs of %s@%s: move the %s set in tools/kit/crds to %s, or the trees back", k, v, set.Module, set.Version, set.Name, v)})
+			}
+		}
+	}
+	c := in.Config.Charts
+	for _, ch := range []struct {
+		key, version string
+		set          crds.Set
+	}{{"cert-manager", c.CertManager, crds.CertManager}, {"capi-operator", c.CAPIOperator, crds.CAPIOperator}, {"flux-operator", c.FluxOperator, crds.FluxOperator}} {
+		if ch.version != "" && !ch.set.Covers(ch.version) {
+			r.Problems = append(r.Problems, Problem{in.Config.Path + ": [charts] " + ch.key, fmt.Sprintf("pins %s, but objects are checked against the CRDs of %s@%s: move them together (tools/kit/crds)", ch.version, ch.set.Module, ch.set.Version)})
 		}
 	}
 	return r

@@ -254,6 +254,19 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 		{"a ResourceSet template naming a missing input", func(f map[string]string) {
 			f["mgmt/one/delivery.yaml"] = strings.Replace(f["mgmt/one/delivery.yaml"], "<< inputs.component >>-copy", "<< inputs.componnet >>-copy", 1)
 		}, "every kustomization builds", `map has no entry for key "componnet"`},
+		{"a provider at two versions across environments", func(f map[string]string) {
+			f["mgmt/one/kustomization.yaml"] += "- core.yaml\n"
+			f["mgmt/one/core.yaml"] = "apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: CoreProvider\nmetadata:\n  name: cluster-api\n  namespace: capi-system\nspec:\n  version: v1.14.2\n---\n" +
+				"apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: CoreProvider\nmetadata:\n  name: cluster-api\n  namespace: other-system\nspec:\n  version: v1.14.1\n"
+		}, "provider and chart versions agree across environments and with the CRDs checked against", "CoreProvider/cluster-api: deployed at different versions: v1.14.1 in CoreProvider other-system/cluster-api"},
+		{"a provider newer than the CRDs checked against", func(f map[string]string) {
+			f["mgmt/one/kustomization.yaml"] += "- core.yaml\n"
+			f["mgmt/one/core.yaml"] = "apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: InfrastructureProvider\nmetadata:\n  name: aws\n  namespace: capa-system\nspec:\n  version: v2.14.0\n"
+		}, "provider and chart versions agree across environments and with the CRDs checked against", "InfrastructureProvider/aws v2.14.0 is deployed, but its objects are checked against the CRDs of sigs.k8s.io/cluster-api-provider-aws/v2@v2.13.0"},
+		{"a chart pin the CRDs do not cover", func(f map[string]string) {
+			f["bootstrap.toml"] = strings.Replace(f["bootstrap.toml"], `cert-manager = "1.21.2"`, `cert-manager = "1.22.0"`, 1)
+			f["mgmt/one/cert-manager/release.yaml"] = strings.Replace(f["mgmt/one/cert-manager/release.yaml"], `version: "1.21.2"`, `version: "1.22.0"`, 1)
+		}, "provider and chart versions agree across environments and with the CRDs checked against", "[charts] cert-manager: pins 1.22.0, but objects are checked against the CRDs of github.com/cert-manager/cert-manager@v1.21.2"},
 		{"an image missing from the inventory", func(f map[string]string) {
 			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], "podinfo:6.15.0", "podinfo:6.16.0", 1)
 		}, "every image is in airgap/images.txt with tag and digest", "ghcr.io/stefanprodan/podinfo:6.16.0 is not in airgap/images.txt"},
