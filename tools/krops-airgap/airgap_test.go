@@ -239,32 +239,16 @@ func TestConfigArtifactPushedOnlyWhenSelfContained(t *testing.T) {
 	// mgmt/demo/apps is named by a Flux Kustomization but not packed.
 	r := f.run(t, "config", "--push", "--path", "airgap/config", "--path", "mgmt/demo/flux-ks.yaml", ref)
 	wantOutput(t, r, 1, "config artifact is not self-contained", "mgmt/demo/apps")
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := remote.Head(tag); err == nil {
+	if f.reg.Has(t, ref) {
 		t.Fatal("an artifact that failed the check was pushed")
 	}
 
 	wantOutput(t, f.run(t, "config", "--path", "airgap/config", "--path", "mgmt/demo"), 0, "airgap/config and the 1 paths it names build from the artifact alone")
-	if _, err := remote.Head(tag); err == nil {
+	if f.reg.Has(t, ref) {
 		t.Fatal("config without --push pushed")
 	}
 	wantOutput(t, f.run(t, "config", "--push", "--path", "airgap/config", "--path", "mgmt/demo", "--revision", "main@sha1:abc", ref), 0, "✔ pushed "+ref)
-	desc, err := remote.Get(tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := desc.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Annotations["org.opencontainers.image.revision"] != "main@sha1:abc" {
+	if m := f.reg.Manifest(t, ref); m.Annotations["org.opencontainers.image.revision"] != "main@sha1:abc" {
 		t.Fatalf("annotations %v", m.Annotations)
 	}
 	wantOutput(t, f.run(t, "config", "somewhere"), 2, "without --push")

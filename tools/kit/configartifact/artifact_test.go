@@ -9,8 +9,6 @@ import (
 	"time"
 
 	fluxoci "github.com/fluxcd/pkg/oci"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kropsdev/krops/tools/kit/configartifact"
 	"github.com/kropsdev/krops/tools/kit/testenv"
@@ -86,22 +84,7 @@ func TestPushedArtifactIsWhatFluxPulls(t *testing.T) {
 		}
 	}
 
-	parsed, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := remote.Get(parsed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := desc.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := reg.Manifest(t, ref)
 	if m.Config.MediaType != configartifact.ConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != configartifact.ContentMediaType {
 		t.Fatalf("manifest media types: config %s, layers %+v", m.Config.MediaType, m.Layers)
 	}
