@@ -122,7 +122,7 @@ func payloads(objs []Object) []Object {
 // Static runs every check that needs no API server.
 func Static(in *Input) []Result {
 	return []Result{
-		checkBuild(in), checkPaths(in), checkKustomizationPaths(in), checkCharts(in), checkVersions(in), checkNaming(in), checkPlaceholders(in),
+		checkBuild(in), checkPaths(in), checkKustomizationPaths(in), checkKustomizationConventions(in), checkCharts(in), checkVersions(in), checkNaming(in), checkPlaceholders(in),
 		checkDependsOn(in), checkSecrets(in), checkImages(in),
 	}
 }
@@ -205,6 +205,34 @@ func checkKustomizationPaths(in *Input) Result {
 		}
 		if !buildable {
 			r.Problems = append(r.Problems, Problem{o.String(), fmt.Sprintf("spec.path %s holds no kustomization and no YAML: Flux would apply nothing", p)})
+		}
+	}
+	return r
+}
+
+// checkKustomizationConventions: every Flux Kustomization prunes (a file
+// removed from Git must remove its objects, or teardown finds leftovers) and
+// sets interval, retryInterval and timeout explicitly, so a failing step is
+// retried on the project's schedule rather than Flux's defaults.
+func checkKustomizationConventions(in *Input) Result {
+	r := Result{Check: "every Flux Kustomization prunes and sets interval, retryInterval and timeout"}
+	for _, o := range in.Objects {
+		api, kind := o.Kind()
+		if kind != "Kustomization" || !strings.HasPrefix(api, "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		spec, _ := o.Raw["spec"].(map[string]any)
+		if p, _ := spec["prune"].(bool); !p {
+			r.Problems = append(r.Problems, Problem{o.String(), "prune is not true: objects removed from the tree would stay in the cluster"})
+		}
+		var missing []string
+		for _, k := range []string{"interval", "retryInterval", "timeout"} {
+			if v, _ := spec[k].(string); v == "" {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			r.Problems = append(r.Problems, Problem{o.String(), "sets no " + strings.Join(missing, ", ") + " (the trees use interval 5m, retryInterval 2m, timeout 5m or longer)"})
 		}
 	}
 	return r

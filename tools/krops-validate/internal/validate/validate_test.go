@@ -58,6 +58,8 @@ spec:
       dependsOn:
       - name: infrastructure
       interval: 5m
+      retryInterval: 2m
+      timeout: 5m
       prune: true
       path: ./mgmt/one/<< inputs.component >>
       sourceRef:
@@ -88,6 +90,8 @@ spec:
   dependsOn:
   - name: infrastructure
   interval: 5m
+  retryInterval: 2m
+  timeout: 5m
   prune: true
   path: ./mgmt/one
   sourceRef:
@@ -248,6 +252,12 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 			f["mgmt/one/empty/README.md"] = "nothing here\n"
 			f["mgmt/one/flux-ks.yaml"] = strings.Replace(f["mgmt/one/flux-ks.yaml"], "path: ./mgmt/one/cert-manager", "path: ./mgmt/one/empty", 1)
 		}, "every Flux Kustomization path exists in the repository", "holds no kustomization and no YAML"},
+		{"a Flux Kustomization that does not prune", func(f map[string]string) {
+			f["mgmt/one/flux-ks.yaml"] = strings.Replace(f["mgmt/one/flux-ks.yaml"], "  prune: true\n  path: ./mgmt/one\n", "  prune: false\n  path: ./mgmt/one\n", 1)
+		}, "every Flux Kustomization prunes and sets interval, retryInterval and timeout", "Kustomization flux-system/apps (in mgmt/one): prune is not true"},
+		{"a rendered Flux Kustomization without retryInterval", func(f map[string]string) {
+			f["mgmt/one/delivery.yaml"] = strings.Replace(f["mgmt/one/delivery.yaml"], "      retryInterval: 2m\n", "", 1)
+		}, "every Flux Kustomization prunes and sets interval, retryInterval and timeout", "cert-manager-copy (in mgmt/one, ResourceSet flux-system/delivery input 0): sets no retryInterval"},
 		{"a ResourceSet rendering a path that does not exist", func(f map[string]string) {
 			f["mgmt/one/delivery.yaml"] = strings.Replace(f["mgmt/one/delivery.yaml"], "- component: cert-manager", "- component: cert-manager\n  - component: certmanager", 1)
 		}, "every Flux Kustomization path exists in the repository", "Kustomization flux-system/certmanager-copy (in mgmt/one, ResourceSet flux-system/delivery input 1): spec.path ./mgmt/one/certmanager does not exist"},
