@@ -27,6 +27,10 @@ if [[ -z "$short" ]]; then
 	testbin() { assets="$(tools/testbin/install.sh | tail -1)"; }
 	phase "kube-apiserver + etcd (tools/testbin)" testbin
 	export KUBEBUILDER_ASSETS="$assets"
+	flux=""
+	fluxbin() { flux="$(tools/testbin/flux.sh | tail -1)"; }
+	phase "Flux controllers (tools/testbin/flux.sh)" fluxbin
+	export KROPS_FLUX_BIN="$flux"
 	# task: the test runs the same pinned binary the README uses.
 	task_cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-v3.54.0"
 	[[ -x "$task_cache/task" ]] && export KROPS_TASK_BIN="${KROPS_TASK_BIN:-$task_cache/task}"

@@ -122,7 +122,7 @@ func payloads(objs []Object) []Object {
 // Static runs every check that needs no API server.
 func Static(in *Input) []Result {
 	return []Result{
-		checkBuild(in), checkPaths(in), checkKustomizationPaths(in), checkKustomizationConventions(in), checkCharts(in), checkVersions(in), checkNaming(in), checkPlaceholders(in),
+		checkBuild(in), checkPaths(in), checkKustomizationPaths(in), checkKustomizationConventions(in), checkCharts(in), checkVersions(in), checkNaming(in), checkPlaceholders(in), checkSubstitution(in),
 		checkDependsOn(in), checkSecrets(in), checkImages(in),
 	}
 }
@@ -409,6 +409,58 @@ func checkPlaceholders(in *Input) Result {
 					r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("%s must be inside a quoted string", m[0])})
 				}
 			}
+		}
+	}
+	return r
+}
+
+var anyPlaceholder = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*(:[=-][^}]*)?\}`)
+
+// checkSubstitution: Flux runs variable substitution only when at least one
+// variable is defined. A Kustomization whose only sources are optional
+// ConfigMaps (krops-run) would, when they are absent, apply its
+// ${VAR:=default} placeholders literally: a label then fails validation, and
+// a cloud tag carries the text "${KROPS_RUN_ID:=unknown}". So a Kustomization
+// that builds placeholders must define a variable that is always there:
+// postBuild.substitute, or a substituteFrom that is not optional.
+func checkSubstitution(in *Input) Result {
+	r := Result{Check: "every Kustomization that builds ${...} placeholders always substitutes"}
+	byRoot := map[string][]Object{}
+	for _, o := range in.Objects {
+		byRoot[o.Root] = append(byRoot[o.Root], o)
+	}
+	for _, o := range in.Objects {
+		api, kind := o.Kind()
+		if kind != "Kustomization" || !strings.HasPrefix(api, "kustomize.toolkit.fluxcd.io/") || str(o.Raw, "spec", "sourceRef", "name") != "flux-system" {
+			continue
+		}
+		root := filepath.Clean(strings.TrimPrefix(str(o.Raw, "spec", "path"), "./"))
+		found := ""
+		for _, built := range byRoot[root] {
+			b, _ := yaml.Marshal(built.Raw)
+			if m := anyPlaceholder.Find(b); m != nil {
+				found = fmt.Sprintf("%s in %s", m, built.String())
+				break
+			}
+		}
+		if found == "" {
+			continue
+		}
+		spec, _ := o.Raw["spec"].(map[string]any)
+		post, _ := spec["postBuild"].(map[string]any)
+		always := false
+		if sub, _ := post["substitute"].(map[string]any); len(sub) > 0 {
+			always = true
+		}
+		from, _ := post["substituteFrom"].([]any)
+		for _, f := range from {
+			fm, _ := f.(map[string]any)
+			if opt, _ := fm["optional"].(bool); !opt {
+				always = true
+			}
+		}
+		if !always {
+			r.Problems = append(r.Problems, Problem{o.String(), fmt.Sprintf("builds %s but defines no variable that is always there, so Flux would apply it literally when the optional sources are absent: add postBuild.substitute (for example KROPS_ENVIRONMENT)", found)})
 		}
 	}
 	return r
