@@ -1,13 +1,12 @@
 package sdktest
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/proc"
 )
 
 // Main runs a package's tests and then kills every plugin they started,
@@ -38,19 +37,4 @@ func Install(t testing.TB, dir, pkg, name string) string {
 
 // Buffer collects plugin logs safely from the goroutines that relay them.
 // (Plugins may log after a test ended, when t.Log would panic.)
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type Buffer = proc.Buffer

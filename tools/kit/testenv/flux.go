@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kropsdev/krops/tools/kit/proc"
 )
 
 // HowToGetFlux is the hint shown when the Flux controllers are missing.
@@ -27,28 +28,11 @@ const HowToGetFlux = "run `tools/testbin/flux.sh` and set KROPS_FLUX_BIN to the 
 type FluxControllers struct {
 	// Namespace is where they run (RUNTIME_NAMESPACE), flux-system.
 	Namespace string
-	logs      map[string]*syncBuffer
+	logs      map[string]*proc.Buffer
 }
 
 // Logs returns what the named controller printed so far.
 func (f *FluxControllers) Logs(name string) string { return f.logs[name].String() }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Flux starts source-controller and kustomize-controller (KROPS_FLUX_BIN,
 // built by tools/testbin/flux.sh) against c, watching every namespace, and
@@ -61,7 +45,7 @@ func Flux(t testing.TB, c *Cluster) *FluxControllers {
 	if dir == "" {
 		Missing(t, "the Flux controllers (KROPS_FLUX_BIN)", HowToGetFlux)
 	}
-	f := &FluxControllers{Namespace: "flux-system", logs: map[string]*syncBuffer{}}
+	f := &FluxControllers{Namespace: "flux-system", logs: map[string]*proc.Buffer{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}}
 	if err := c.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", f.Namespace, err)
@@ -102,7 +86,7 @@ func Flux(t testing.TB, c *Cluster) *FluxControllers {
 			t.Fatal(err)
 		}
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+c.Kubeconfig, "RUNTIME_NAMESPACE="+f.Namespace)
-		logs := &syncBuffer{}
+		logs := &proc.Buffer{}
 		f.logs[p.name] = logs
 		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {

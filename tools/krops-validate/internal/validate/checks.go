@@ -169,20 +169,30 @@ func checkPaths(in *Input) Result {
 	return r
 }
 
+// fluxKustomizations returns the Flux Kustomizations among objs; with
+// repoOnly, only those that build from this repository (source flux-system).
+func fluxKustomizations(objs []Object, repoOnly bool) []Object {
+	var out []Object
+	for _, o := range objs {
+		api, kind := o.Kind()
+		if kind != "Kustomization" || !strings.HasPrefix(api, "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		if repoOnly && str(o.Raw, "spec", "sourceRef", "name") != "flux-system" {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // checkKustomizationPaths: every Flux Kustomization that reads this
 // repository (source flux-system) names a directory that exists and holds
 // something to build. Flux would otherwise fail only once it gets there,
 // possibly deep into a bootstrap.
 func checkKustomizationPaths(in *Input) Result {
 	r := Result{Check: "every Flux Kustomization path exists in the repository"}
-	for _, o := range in.Objects {
-		api, kind := o.Kind()
-		if kind != "Kustomization" || !strings.HasPrefix(api, "kustomize.toolkit.fluxcd.io/") {
-			continue
-		}
-		if str(o.Raw, "spec", "sourceRef", "name") != "flux-system" {
-			continue
-		}
+	for _, o := range fluxKustomizations(in.Objects, true) {
 		p := str(o.Raw, "spec", "path")
 		rel := filepath.Clean(strings.TrimPrefix(p, "./"))
 		if p == "" || rel == "." {
@@ -216,11 +226,7 @@ func checkKustomizationPaths(in *Input) Result {
 // retried on the project's schedule rather than Flux's defaults.
 func checkKustomizationConventions(in *Input) Result {
 	r := Result{Check: "every Flux Kustomization prunes and sets interval, retryInterval and timeout"}
-	for _, o := range in.Objects {
-		api, kind := o.Kind()
-		if kind != "Kustomization" || !strings.HasPrefix(api, "kustomize.toolkit.fluxcd.io/") {
-			continue
-		}
+	for _, o := range fluxKustomizations(in.Objects, false) {
 		spec, _ := o.Raw["spec"].(map[string]any)
 		if p, _ := spec["prune"].(bool); !p {
 			r.Problems = append(r.Problems, Problem{o.String(), "prune is not true: objects removed from the tree would stay in the cluster"})
@@ -429,11 +435,7 @@ func checkSubstitution(in *Input) Result {
 	for _, o := range in.Objects {
 		byRoot[o.Root] = append(byRoot[o.Root], o)
 	}
-	for _, o := range in.Objects {
-		api, kind := o.Kind()
-		if kind != "Kustomization" || !strings.HasPrefix(api, "kustomize.toolkit.fluxcd.io/") || str(o.Raw, "spec", "sourceRef", "name") != "flux-system" {
-			continue
-		}
+	for _, o := range fluxKustomizations(in.Objects, true) {
 		root := filepath.Clean(strings.TrimPrefix(str(o.Raw, "spec", "path"), "./"))
 		found := ""
 		for _, built := range byRoot[root] {
