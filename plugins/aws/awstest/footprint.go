@@ -7,6 +7,7 @@ package awstest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -162,8 +163,52 @@ func tagSpec(rt ec2types.ResourceType, tags map[string]string) []ec2types.TagSpe
 	return []ec2types.TagSpecification{{ResourceType: rt, Tags: ts}}
 }
 
-// Build creates the footprint through endpoint (moto).
-func Build(t testing.TB, endpoint string, o Options) (fp *Footprint) {
+// Build creates the footprint through endpoint, an empty moto server.
+//
+// moto's HTTP server now and then drops a connection in the middle of a
+// response. The fixture calls are not retried (a retried create could make a
+// resource the footprint does not record), so on a dropped connection Build
+// resets moto and starts over, at most three times in all.
+func Build(t testing.TB, endpoint string, o Options) *Footprint {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		fp, err := build(t, endpoint, o)
+		if err == nil {
+			return fp
+		}
+		if attempt == 3 || !droppedConnection(err) {
+			t.Fatalf("building the AWS footprint: %v", err)
+		}
+		t.Logf("building the AWS footprint: %v; resetting moto and starting over", err)
+		if err := resetMoto(endpoint); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func droppedConnection(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"use of closed network connection", "connection reset by peer", "unexpected EOF", ": EOF"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func resetMoto(endpoint string) error {
+	resp, err := http.Post(endpoint+"/moto-api/reset", "application/json", nil)
+	if err != nil {
+		return fmt.Errorf("resetting moto: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("resetting moto: %s", resp.Status)
+	}
+	return nil
+}
+
+func build(t testing.TB, endpoint string, o Options) (fp *Footprint, err error) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -171,7 +216,7 @@ func Build(t testing.TB, endpoint string, o Options) (fp *Footprint) {
 			if !ok {
 				panic(r)
 			}
-			t.Fatalf("building the AWS footprint: %v", fe.err)
+			fp, err = nil, fe.err
 		}
 	}()
 	ctx := context.Background()
@@ -238,7 +283,7 @@ func Build(t testing.TB, endpoint string, o Options) (fp *Footprint) {
 	tmpl := `{"Resources": {"Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "krops-bootstrap-marker"}}}}`
 	must(cloudformation.NewFromConfig(north).CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("cluster-api-provider-aws-sigs-k8s-io"), TemplateBody: aws.String(tmpl)}))
 	f.own("cloudformation-stack", "cluster-api-provider-aws-sigs-k8s-io")
-	return f
+	return f, nil
 }
 
 func (f *Footprint) network(t testing.TB, ctx context.Context, ec *ec2.Client, c Cluster, extra int) {
