@@ -1,0 +1,285 @@
+package validate
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/configartifact"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+// clusterVars are stand-in values for every key the trees read from the
+// cluster-vars ConfigMap (docs/trees.md).
+var clusterVars = map[string]string{
+	"AWS_ACCOUNT_ID": "123456789012", "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001",
+	"AZURE_TENANT_ID": "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003",
+	"GCP_PROJECT": "krops-test", "GCP_WIF_PROVIDER": "mgmt",
+}
+
+var fluxKustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+
+// Every Flux Kustomization of every environment, reconciled by the real
+// Flux source-controller and kustomize-controller from the repository
+// packed as a config artifact, into a real kube-apiserver with every pinned
+// CRD. Each runs with its own path and postBuild, unchained (dependsOn,
+// waits and remote kubeconfigs removed: no controller here would ever make
+// a cluster or a HelmRelease ready) and renamed per environment. Flux's own
+// build and variable substitution then decide what reaches the API server:
+// every Kustomization must apply, and no object may keep a ${...}
+// placeholder. krops-run is absent on purpose, so the run tags must take
+// their defaults. Kinds without a CRD here (the ones task validate lists as
+// not schema-checked) get a stand-in CRD that accepts any content, so the
+// rest of their Kustomizations is still applied; their own schema stays
+// unchecked.
+func TestTreesReconcileWithRealFlux(t *testing.T) {
+	root, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(root, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: testenv.AllCRDs()})
+	flux := testenv.Flux(t, cluster)
+	reg := testenv.Registry(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: root, Paths: Trees})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := reg.Host + "/krops/trees"
+	if _, err := configartifact.Push(ctx, a, repo+":test", configartifact.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, ctx, cluster.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cluster-vars", Namespace: flux.Namespace}, Data: clusterVars})
+	createYAML(t, ctx, cluster.Client, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  url: oci://%s
+  ref:
+    tag: test
+  insecure: true
+`, repo))
+
+	standIns := standInCRDs(t, ctx, cluster, in.Objects)
+	t.Logf("stand-in CRDs (any content accepted) for kinds without a CRD here: %s", strings.Join(standIns, ", "))
+
+	names := map[string]string{} // test name -> origin
+	for _, o := range fluxKustomizations(in.Objects, true) {
+		u := unchained(o)
+		if prev, dup := names[u.GetName()]; dup {
+			t.Fatalf("two Kustomizations map to %s: %s and %s", u.GetName(), prev, o.String())
+		}
+		names[u.GetName()] = o.String()
+		if err := cluster.Client.Create(ctx, u); err != nil {
+			t.Fatalf("creating %s for %s: %v", u.GetName(), o.String(), err)
+		}
+	}
+	if len(names) < 30 {
+		t.Fatalf("only %d Kustomizations found in the trees", len(names))
+	}
+
+	pending := map[string]string{}
+	for n := range names {
+		pending[n] = "not reconciled yet"
+	}
+	for len(pending) > 0 && ctx.Err() == nil {
+		for n := range pending {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(fluxKustomizationGVK)
+			if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: n}, u); err != nil {
+				t.Fatal(err)
+			}
+			status, msg := readyCondition(u)
+			switch {
+			case status == "True":
+				delete(pending, n)
+				checkInventory(t, ctx, cluster.Client, names[n], u)
+			default:
+				pending[n] = msg
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	var stuck []string
+	for n, msg := range pending {
+		stuck = append(stuck, fmt.Sprintf("%s: %s", names[n], msg))
+	}
+	sort.Strings(stuck)
+	if len(stuck) > 0 {
+		t.Errorf("%d Kustomizations did not apply:\n  %s\n--- kustomize-controller ---\n%s", len(stuck), strings.Join(stuck, "\n  "), tailLines(flux.Logs("kustomize-controller"), 30))
+	}
+	t.Logf("%d of %d Kustomizations applied", len(names)-len(stuck), len(names))
+}
+
+// standInCRDs installs, for every kind the trees use that the API server
+// does not know, a CRD that accepts any content, and returns the kinds.
+func standInCRDs(t *testing.T, ctx context.Context, cluster *testenv.Cluster, objs []Object) []string {
+	t.Helper()
+	mapper := cluster.Client.RESTMapper()
+	seen := map[schema.GroupVersionKind]bool{}
+	var kinds []string
+	for _, o := range objs {
+		api, kind := o.Kind()
+		gv, err := schema.ParseGroupVersion(api)
+		if err != nil || kind == "" {
+			continue
+		}
+		gvk := gv.WithKind(kind)
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			continue
+		}
+		plural := strings.ToLower(kind) + "s"
+		if strings.HasSuffix(plural, "ys") && !strings.HasSuffix(plural, "ays") {
+			plural = strings.TrimSuffix(plural, "ys") + "ies"
+		}
+		createYAML(t, ctx, cluster.Client, fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[1]s.%[2]s
+spec:
+  group: %[2]s
+  scope: Namespaced
+  names: {kind: %[3]s, plural: %[1]s, listKind: %[3]sList, singular: %[4]s}
+  versions:
+  - name: %[5]s
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, plural, gvk.Group, kind, strings.ToLower(kind), gvk.Version))
+		kinds = append(kinds, kind+" ("+api+")")
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+// unchained copies a tree's Kustomization for the test: same path and
+// postBuild, reading the test artifact, applied into the test cluster.
+func unchained(o Object) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	b, _ := yaml.Marshal(o.Raw)
+	_ = yaml.Unmarshal(b, &u.Object)
+	spec := u.Object["spec"].(map[string]any)
+	for _, k := range []string{"dependsOn", "kubeConfig", "wait", "healthChecks", "decryption", "targetNamespace"} {
+		delete(spec, k)
+	}
+	spec["sourceRef"] = map[string]any{"kind": "OCIRepository", "name": "flux-system", "namespace": "flux-system"}
+	spec["interval"], spec["retryInterval"], spec["timeout"] = "10m", "2s", "1m"
+	origin := strings.NewReplacer("/", "-", ",", "", " ", "-").Replace(strings.SplitN(o.Root, ",", 2)[0])
+	u.SetName(strings.ToLower(origin + "--" + u.GetName()))
+	u.SetNamespace("flux-system")
+	return u
+}
+
+func readyCondition(u *unstructured.Unstructured) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg
+		}
+	}
+	return "", "no Ready condition yet"
+}
+
+// checkInventory fetches every object the Kustomization applied and fails
+// on any ${...} left in it.
+func checkInventory(t *testing.T, ctx context.Context, c client.Client, origin string, ks *unstructured.Unstructured) {
+	t.Helper()
+	entries, _, _ := unstructured.NestedSlice(ks.Object, "status", "inventory", "entries")
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		id, _ := m["id"].(string)
+		version, _ := m["v"].(string)
+		parts := strings.Split(id, "_")
+		if len(parts) != 4 {
+			t.Errorf("%s: inventory entry %q", origin, id)
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: parts[2], Version: version, Kind: parts[3]})
+		if err := c.Get(ctx, client.ObjectKey{Namespace: parts[0], Name: parts[1]}, obj); err != nil {
+			t.Errorf("%s: applied %s but it cannot be read: %v", origin, id, err)
+			continue
+		}
+		if obj.GetKind() == "Secret" {
+			// Secret values are base64; decode through stringData's view.
+			data, _, _ := unstructured.NestedStringMap(obj.Object, "data")
+			for k, v := range data {
+				if strings.Contains(decode(v), "${") {
+					t.Errorf("%s: Secret %s/%s key %s kept a ${...} placeholder", origin, parts[0], parts[1], k)
+				}
+			}
+			continue
+		}
+		if b, _ := yaml.Marshal(obj.Object); anyPlaceholder.Match(b) {
+			t.Errorf("%s: %s %s/%s kept a placeholder: %s", origin, parts[3], parts[0], parts[1], anyPlaceholder.Find(b))
+		}
+	}
+}
+
+func create(t *testing.T, ctx context.Context, c client.Client, o client.Object) {
+	t.Helper()
+	if err := c.Create(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createYAML(t *testing.T, ctx context.Context, c client.Client, doc string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	create(t, ctx, c, u)
+}
+
+func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func decode(v string) string {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return v
+	}
+	return string(b)
+}
