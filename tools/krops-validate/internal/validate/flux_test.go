@@ -266,8 +266,6 @@ func createYAML(t *testing.T, ctx context.Context, c client.Client, doc string) 
 	create(t, ctx, c, u)
 }
 
-func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
-
 func tailLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {
