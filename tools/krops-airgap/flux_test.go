@@ -117,7 +117,7 @@ func apply(t *testing.T, ctx context.Context, c client.Client, doc string) {
 
 // waitReady waits until the object exists with condition Ready=True and
 // returns it; a Ready=False reason is reported when the wait ends.
-func waitReady(t *testing.T, ctx context.Context, c client.Client, gvk schema.GroupVersionKind, namespace, name string, flux *testenv.FluxControllers) *unstructured.Unstructured {
+func waitReady(t *testing.T, ctx context.Context, c client.Client, gvk schema.GroupVersionKind, namespace, name string, flux *testenv.Controllers) *unstructured.Unstructured {
 	t.Helper()
 	last := "not found"
 	for {

@@ -31,6 +31,10 @@ if [[ -z "$short" ]]; then
 	fluxbin() { flux="$(tools/testbin/flux.sh | tail -1)"; }
 	phase "Flux controllers (tools/testbin/flux.sh)" fluxbin
 	export KROPS_FLUX_BIN="$flux"
+	operator=""
+	operatorbin() { operator="$(tools/testbin/flux-operator.sh | tail -1)"; }
+	phase "Flux Operator (tools/testbin/flux-operator.sh)" operatorbin
+	export KROPS_FLUX_OPERATOR_BIN="$operator"
 	# task: the test runs the same pinned binary the README uses.
 	task_cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-v3.54.0"
 	[[ -x "$task_cache/task" ]] && export KROPS_TASK_BIN="${KROPS_TASK_BIN:-$task_cache/task}"

@@ -23,93 +23,127 @@ import (
 // HowToGetFlux is the hint shown when the Flux controllers are missing.
 const HowToGetFlux = "run `tools/testbin/flux.sh` and set KROPS_FLUX_BIN to the directory it prints, or run the tests through `tools/task.sh test`"
 
-// FluxControllers are the real Flux source-controller and
-// kustomize-controller, running as processes against a Cluster.
-type FluxControllers struct {
+// HowToGetFluxOperator is the hint shown when the Flux Operator is missing.
+const HowToGetFluxOperator = "run `tools/testbin/flux-operator.sh` and set KROPS_FLUX_OPERATOR_BIN to the directory it prints, or run the tests through `tools/task.sh test`"
+
+// Controllers are real controllers running as processes against a Cluster.
+type Controllers struct {
 	// Namespace is where they run (RUNTIME_NAMESPACE), flux-system.
 	Namespace string
 	logs      map[string]*proc.Buffer
 }
 
 // Logs returns what the named controller printed so far.
-func (f *FluxControllers) Logs(name string) string { return f.logs[name].String() }
+func (c *Controllers) Logs(name string) string { return c.logs[name].String() }
+
+// controller is one process to run.
+type controller struct {
+	name, bin string
+	args, env []string
+}
 
 // Flux starts source-controller and kustomize-controller (KROPS_FLUX_BIN,
 // built by tools/testbin/flux.sh) against c, watching every namespace, and
 // stops them in t.Cleanup. c must have the FluxSource and FluxKustomize CRDs.
 // When t fails, the controllers' logs are printed.
-func Flux(t testing.TB, c *Cluster) *FluxControllers {
+func Flux(t testing.TB, c *Cluster) *Controllers {
 	t.Helper()
-	Integration(t)
-	dir := os.Getenv("KROPS_FLUX_BIN")
-	if dir == "" {
-		Missing(t, "the Flux controllers (KROPS_FLUX_BIN)", HowToGetFlux)
-	}
-	f := &FluxControllers{Namespace: "flux-system", logs: map[string]*proc.Buffer{}}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}}
-	if err := c.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating namespace %s: %v", f.Namespace, err)
-	}
+	dir := binDir(t, "KROPS_FLUX_BIN", "the Flux controllers", HowToGetFlux)
 	storage := filepath.Join(t.TempDir(), "storage")
 	// source-controller refuses to start when its storage directory is missing.
 	if err := os.MkdirAll(storage, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ports := make([]int, 4)
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = p
-	}
-	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
-	procs := []struct {
-		name   string
-		health int
-		args   []string
-	}{
-		{"source-controller", ports[0], []string{"--storage-path=" + storage, "--storage-addr=" + addr(ports[1]), "--storage-adv-addr=" + addr(ports[1])}},
+	artifacts := "127.0.0.1:" + strconv.Itoa(port(t))
+	return run(t, c, []controller{
+		{name: "source-controller", bin: filepath.Join(dir, "source-controller"), args: []string{"--watch-all-namespaces=true",
+			"--storage-path=" + storage, "--storage-addr=" + artifacts, "--storage-adv-addr=" + artifacts}},
 		// Dependants are re-checked every 2 s instead of 30 s, so a dependsOn
 		// chain settles in test time.
-		{"kustomize-controller", ports[2], []string{"--requeue-dependency=2s"}},
+		{name: "kustomize-controller", bin: filepath.Join(dir, "kustomize-controller"), args: []string{"--watch-all-namespaces=true", "--requeue-dependency=2s"}},
+	})
+}
+
+// RunFluxOperator starts the Flux Operator (KROPS_FLUX_OPERATOR_BIN, built by
+// tools/testbin/flux-operator.sh) against c and stops it in t.Cleanup. c must
+// have the FluxOperator CRDs. It renders ResourceSets and FluxInstances from
+// the Flux distribution built into it; nothing is pulled.
+func RunFluxOperator(t testing.TB, c *Cluster) *Controllers {
+	t.Helper()
+	dir := binDir(t, "KROPS_FLUX_OPERATOR_BIN", "the Flux Operator", HowToGetFluxOperator)
+	return run(t, c, []controller{{
+		name: "flux-operator", bin: filepath.Join(dir, "flux-operator"),
+		args: []string{"--storage-path=" + filepath.Join(dir, "data"), "--web-server-port=" + strconv.Itoa(port(t))},
+		// The operator refuses to run outside FIPS mode, as upstream builds it.
+		env: []string{"GODEBUG=fips140=on"},
+	}})
+}
+
+func binDir(t testing.TB, envVar, what, how string) string {
+	t.Helper()
+	Integration(t)
+	dir := os.Getenv(envVar)
+	if dir == "" {
+		Missing(t, what+" ("+envVar+")", how)
+	}
+	return dir
+}
+
+func port(t testing.TB) int {
+	t.Helper()
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run starts the controllers under supervision, waits until each reports
+// ready, and stops them when t ends (printing their logs if t failed).
+func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
+	t.Helper()
+	cs := &Controllers{Namespace: "flux-system", logs: map[string]*proc.Buffer{}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}
+	if err := c.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", cs.Namespace, err)
 	}
 	var cmds []*exec.Cmd
-	for _, p := range procs {
-		bin := filepath.Join(dir, p.name)
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("KROPS_FLUX_BIN=%s: %v (%s)", dir, err, HowToGetFlux)
-		}
-		args := append([]string{"--metrics-addr=127.0.0.1:0", "--health-addr=" + addr(p.health), "--enable-leader-election=false", "--watch-all-namespaces=true", "--log-level=debug"}, p.args...)
-		cmd, err := supervisedCommand(bin, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Env = append(cmd.Env, "KUBECONFIG="+c.Kubeconfig, "RUNTIME_NAMESPACE="+f.Namespace)
-		logs := &proc.Buffer{}
-		f.logs[p.name] = logs
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting %s: %v", p.name, err)
-		}
-		cmds = append(cmds, cmd)
-	}
+	health := map[string]string{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range procs {
-				t.Logf("--- %s log ---\n%s", p.name, f.logs[p.name].String())
+			for _, ctl := range ctrls {
+				t.Logf("--- %s log ---\n%s", ctl.name, cs.logs[ctl.name].String())
 			}
 		}
 		stopAll(cmds)
 	})
+	for _, ctl := range ctrls {
+		if _, err := os.Stat(ctl.bin); err != nil {
+			t.Fatalf("%v (%s)", err, HowToGetFlux)
+		}
+		health[ctl.name] = "127.0.0.1:" + strconv.Itoa(port(t))
+		args := append([]string{"--metrics-addr=127.0.0.1:0", "--health-addr=" + health[ctl.name], "--enable-leader-election=false", "--log-level=debug"}, ctl.args...)
+		cmd, err := supervisedCommand(ctl.bin, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(append(cmd.Env, "KUBECONFIG="+c.Kubeconfig, "RUNTIME_NAMESPACE="+cs.Namespace), ctl.env...)
+		logs := &proc.Buffer{}
+		cs.logs[ctl.name] = logs
+		cmd.Stdout, cmd.Stderr = logs, logs
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting %s: %v", ctl.name, err)
+		}
+		cmds = append(cmds, cmd)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, p := range procs {
-		if err := waitHealthy(ctx, "http://"+addr(p.health)+"/readyz"); err != nil {
-			t.Fatalf("%s did not become ready: %v\n%s", p.name, err, f.logs[p.name].String())
+	for _, ctl := range ctrls {
+		if err := waitHealthy(ctx, "http://"+health[ctl.name]+"/readyz"); err != nil {
+			t.Fatalf("%s did not become ready: %v\n%s", ctl.name, err, cs.logs[ctl.name].String())
 		}
 	}
-	return f
+	return cs
 }
 
 // stopAll stops the processes in parallel. Each gets SIGTERM and two
