@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -123,4 +124,110 @@ func waitForReady(t *testing.T, ctx context.Context, c client.Client, gvk schema
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// Every FluxInstance in the trees (the workload clusters', the air gap's,
+// the one local-host delivers through a ClusterResourceSet) is handed to the
+// real Flux Operator, one at a time, and must render: its distribution
+// version must exist among the operator's built-in manifests, and its
+// components, cluster settings, sync and patches must build. wait is turned
+// off, because nothing here runs the Deployments it installs.
+func TestFluxInstancesRenderWithTheFluxOperator(t *testing.T) {
+	root, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(root, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.FluxOperator}})
+	operator := testenv.RunFluxOperator(t, cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	seen := map[string]bool{}
+	var current *unstructured.Unstructured
+	for _, o := range in.Objects {
+		api, kind := o.Kind()
+		if kind != "FluxInstance" || !strings.HasPrefix(api, "fluxcd.controlplane.io/") {
+			continue
+		}
+		// The same instance is built by several roots (shared directories).
+		spec, _ := json.Marshal(o.Raw["spec"])
+		if seen[string(spec)] {
+			continue
+		}
+		seen[string(spec)] = true
+		u := &unstructured.Unstructured{Object: deepCopy(t, o.Raw)}
+		if err := unstructured.SetNestedField(u.Object, false, "spec", "wait"); err != nil {
+			t.Fatal(err)
+		}
+		// One instance per cluster: the next instance replaces the spec of
+		// the first (uninstalling in between takes the operator a minute).
+		if current == nil {
+			if err := cluster.Client.Create(ctx, u); err != nil {
+				t.Fatalf("%s: %v", o.String(), err)
+			}
+		} else {
+			current.Object["spec"] = u.Object["spec"]
+			if err := cluster.Client.Update(ctx, current); err != nil {
+				t.Fatalf("%s: %v", o.String(), err)
+			}
+		}
+		current = waitForGeneration(t, ctx, cluster.Client, u, operator)
+		rev, _, _ := unstructured.NestedString(current.Object, "status", "lastAppliedRevision")
+		t.Logf("%s rendered and applied: %s", o.String(), rev)
+	}
+	if len(seen) < 3 {
+		t.Fatalf("found %d distinct FluxInstances; the trees have at least 3", len(seen))
+	}
+}
+
+// waitForGeneration waits until the operator has reconciled the object's
+// latest generation to Ready, and returns it.
+func waitForGeneration(t *testing.T, ctx context.Context, c client.Client, obj *unstructured.Unstructured, ctrls *testenv.Controllers) *unstructured.Unstructured {
+	t.Helper()
+	last := ""
+	for {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err == nil {
+			status, msg := readyCondition(got)
+			observed := readyGeneration(got)
+			if observed == got.GetGeneration() && status == "True" {
+				return got
+			}
+			if observed == got.GetGeneration() && status == "False" {
+				t.Fatalf("%s %s failed: %s", obj.GetKind(), obj.GetName(), msg)
+			}
+			last = fmt.Sprintf("generation %d, observed %d, Ready=%s %s", got.GetGeneration(), observed, status, msg)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s %s not reconciled: %s\n--- flux-operator ---\n%s", obj.GetKind(), obj.GetName(), last, tailLines(ctrls.Logs("flux-operator"), 30))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// readyGeneration is the generation the Ready condition speaks for.
+func readyGeneration(u *unstructured.Unstructured) int64 {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			switch g := m["observedGeneration"].(type) {
+			case int64:
+				return g
+			case float64:
+				return int64(g)
+			}
+		}
+	}
+	return 0
 }
