@@ -7,7 +7,6 @@ package awstest
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,6 +27,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	kropsconfig "github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/testenv"
 )
 
 // Account is moto's default account.
@@ -180,7 +180,7 @@ func Build(t testing.TB, endpoint string, o Options) *Footprint {
 			t.Fatalf("building the AWS footprint: %v", err)
 		}
 		t.Logf("building the AWS footprint: %v; resetting moto and starting over", err)
-		if err := resetMoto(endpoint); err != nil {
+		if err := testenv.ResetMoto(context.Background(), endpoint); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,18 +194,6 @@ func droppedConnection(err error) bool {
 		}
 	}
 	return false
-}
-
-func resetMoto(endpoint string) error {
-	resp, err := http.Post(endpoint+"/moto-api/reset", "application/json", nil)
-	if err != nil {
-		return fmt.Errorf("resetting moto: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("resetting moto: %s", resp.Status)
-	}
-	return nil
 }
 
 func build(t testing.TB, endpoint string, o Options) (fp *Footprint, err error) {

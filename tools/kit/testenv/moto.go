@@ -112,8 +112,11 @@ func (m *MotoServer) Environ(endpoint string) []string {
 }
 
 // Reset wipes every account and region of the server.
-func (m *MotoServer) Reset(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+"/moto-api/reset", nil)
+func (m *MotoServer) Reset(ctx context.Context) error { return ResetMoto(ctx, m.URL) }
+
+// ResetMoto empties the moto server at url (every service, every region).
+func ResetMoto(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/moto-api/reset", nil)
 	if err != nil {
 		return err
 	}

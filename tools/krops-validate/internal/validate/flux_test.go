@@ -46,25 +46,14 @@ var fluxKustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.flu
 // rest of their Kustomizations is still applied; their own schema stays
 // unchecked.
 func TestTreesReconcileWithRealFlux(t *testing.T) {
-	root, err := filepath.Abs("../../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(root, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := loadRepository(t)
 	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: testenv.AllCRDs()})
 	flux := testenv.Flux(t, cluster)
 	reg := testenv.Registry(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: root, Paths: Trees})
+	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: in.Root, Paths: Trees})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,4 +269,22 @@ func decode(v string) string {
 		return v
 	}
 	return string(b)
+}
+
+// loadRepository renders this repository's trees.
+func loadRepository(t *testing.T) *Input {
+	t.Helper()
+	root, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(root, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }

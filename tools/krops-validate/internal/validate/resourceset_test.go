@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/kit/testenv"
 )
 
@@ -23,18 +21,7 @@ import (
 // the trees is handed to the operator, and each object it creates must equal
 // the one validate rendered, field for field in spec and in name.
 func TestResourceSetsRenderAsTheFluxOperatorDoes(t *testing.T) {
-	root, err := filepath.Abs("../../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(root, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := loadRepository(t)
 	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.FluxOperator, testenv.FluxSource, testenv.FluxKustomize}})
 	operator := testenv.RunFluxOperator(t, cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -133,18 +120,7 @@ func waitForReady(t *testing.T, ctx context.Context, c client.Client, gvk schema
 // components, cluster settings, sync and patches must build. wait is turned
 // off, because nothing here runs the Deployments it installs.
 func TestFluxInstancesRenderWithTheFluxOperator(t *testing.T) {
-	root, err := filepath.Abs("../../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(root, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := loadRepository(t)
 	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.FluxOperator}})
 	operator := testenv.RunFluxOperator(t, cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
