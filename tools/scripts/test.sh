@@ -35,6 +35,10 @@ if [[ -z "$short" ]]; then
 	operatorbin() { operator="$(tools/testbin/flux-operator.sh | tail -1)"; }
 	phase "Flux Operator (tools/testbin/flux-operator.sh)" operatorbin
 	export KROPS_FLUX_OPERATOR_BIN="$operator"
+	capi=""
+	capibin() { capi="$(tools/testbin/capi.sh | tail -1)"; }
+	phase "Cluster API manager (tools/testbin/capi.sh)" capibin
+	export KROPS_CAPI_BIN="$capi"
 	# task: the test runs the same pinned binary the README uses.
 	task_cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-v3.54.0"
 	[[ -x "$task_cache/task" ]] && export KROPS_TASK_BIN="${KROPS_TASK_BIN:-$task_cache/task}"

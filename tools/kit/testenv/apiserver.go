@@ -32,7 +32,12 @@ type Cluster struct {
 	Context    string
 	// Client is a controller-runtime client on Config.
 	Client client.Client
-	env    *envtest.Environment
+	// WebhookCertDir and WebhookCAData serve admission webhooks on
+	// 127.0.0.1 (set with ClusterOptions.Webhooks): a serving certificate
+	// and key (tls.crt, tls.key) and the CA that signed them.
+	WebhookCertDir string
+	WebhookCAData  []byte
+	env            *envtest.Environment
 }
 
 // ClusterOptions configure APIServer.
@@ -41,6 +46,9 @@ type ClusterOptions struct {
 	CRDs []CRDSet
 	// Name is the kubeconfig context name; default "envtest".
 	Name string
+	// Webhooks prepares a serving certificate for webhook servers that
+	// run on 127.0.0.1 (controllers started by the test).
+	Webhooks bool
 }
 
 // APIServer starts a real kube-apiserver and etcd for t and stops them in
@@ -74,6 +82,9 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 			ErrorIfPathMissing: true,
 		},
 	}
+	if opts.Webhooks {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
@@ -95,7 +106,11 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	if err := WriteKubeconfig(cfg, name, path); err != nil {
 		t.Fatal(err)
 	}
-	return &Cluster{Config: cfg, Kubeconfig: path, Context: name, Client: c, env: env}
+	cl := &Cluster{Config: cfg, Kubeconfig: path, Context: name, Client: c, env: env}
+	if opts.Webhooks {
+		cl.WebhookCertDir, cl.WebhookCAData = env.WebhookInstallOptions.LocalServingCertDir, env.WebhookInstallOptions.LocalServingCAData
+	}
+	return cl
 }
 
 // WriteKubeconfig writes cfg as a kubeconfig file (mode 0600: it holds a

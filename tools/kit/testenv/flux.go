@@ -36,10 +36,17 @@ type Controllers struct {
 // Logs returns what the named controller printed so far.
 func (c *Controllers) Logs(name string) string { return c.logs[name].String() }
 
-// controller is one process to run.
+// controller is one process to run. args receives the health address
+// (host:port) on which the process must serve /readyz.
 type controller struct {
 	name, bin string
-	args, env []string
+	args      func(health string) []string
+	env       []string
+}
+
+// fluxArgs are the flags every Flux controller and the Flux Operator share.
+func fluxArgs(health string, more ...string) []string {
+	return append([]string{"--metrics-addr=127.0.0.1:0", "--health-addr=" + health, "--enable-leader-election=false", "--log-level=debug"}, more...)
 }
 
 // Flux starts source-controller and kustomize-controller (KROPS_FLUX_BIN,
@@ -56,11 +63,14 @@ func Flux(t testing.TB, c *Cluster) *Controllers {
 	}
 	artifacts := "127.0.0.1:" + strconv.Itoa(port(t))
 	return run(t, c, []controller{
-		{name: "source-controller", bin: filepath.Join(dir, "source-controller"), args: []string{"--watch-all-namespaces=true",
-			"--storage-path=" + storage, "--storage-addr=" + artifacts, "--storage-adv-addr=" + artifacts}},
+		{name: "source-controller", bin: filepath.Join(dir, "source-controller"), args: func(h string) []string {
+			return fluxArgs(h, "--watch-all-namespaces=true", "--storage-path="+storage, "--storage-addr="+artifacts, "--storage-adv-addr="+artifacts)
+		}},
 		// Dependants are re-checked every 2 s instead of 30 s, so a dependsOn
 		// chain settles in test time.
-		{name: "kustomize-controller", bin: filepath.Join(dir, "kustomize-controller"), args: []string{"--watch-all-namespaces=true", "--requeue-dependency=2s"}},
+		{name: "kustomize-controller", bin: filepath.Join(dir, "kustomize-controller"), args: func(h string) []string {
+			return fluxArgs(h, "--watch-all-namespaces=true", "--requeue-dependency=2s")
+		}},
 	})
 }
 
@@ -73,7 +83,9 @@ func RunFluxOperator(t testing.TB, c *Cluster) *Controllers {
 	dir := binDir(t, "KROPS_FLUX_OPERATOR_BIN", "the Flux Operator", HowToGetFluxOperator)
 	return run(t, c, []controller{{
 		name: "flux-operator", bin: filepath.Join(dir, "flux-operator"),
-		args: []string{"--storage-path=" + filepath.Join(dir, "data"), "--web-server-port=" + strconv.Itoa(port(t))},
+		args: func(h string) []string {
+			return fluxArgs(h, "--storage-path="+filepath.Join(dir, "data"), "--web-server-port="+strconv.Itoa(port(t)))
+		},
 		// The operator refuses to run outside FIPS mode, as upstream builds it.
 		env: []string{"GODEBUG=fips140=on"},
 	}})
@@ -119,11 +131,10 @@ func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
 	})
 	for _, ctl := range ctrls {
 		if _, err := os.Stat(ctl.bin); err != nil {
-			t.Fatalf("%v (%s)", err, HowToGetFlux)
+			t.Fatalf("%s: %v", ctl.name, err)
 		}
 		health[ctl.name] = "127.0.0.1:" + strconv.Itoa(port(t))
-		args := append([]string{"--metrics-addr=127.0.0.1:0", "--health-addr=" + health[ctl.name], "--enable-leader-election=false", "--log-level=debug"}, ctl.args...)
-		cmd, err := supervisedCommand(ctl.bin, args...)
+		cmd, err := supervisedCommand(ctl.bin, ctl.args(health[ctl.name])...)
 		if err != nil {
 			t.Fatal(err)
 		}

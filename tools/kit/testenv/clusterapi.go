@@ -1,0 +1,117 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// HowToGetClusterAPI is the hint shown when the Cluster API manager is missing.
+const HowToGetClusterAPI = "run `tools/testbin/capi.sh` and set KROPS_CAPI_BIN to the directory it prints, or run the tests through `tools/task.sh test`"
+
+// RunClusterAPI starts the Cluster API core manager (KROPS_CAPI_BIN, built
+// by tools/testbin/capi.sh) against c with the ClusterTopology gate on, and
+// stops it in t.Cleanup. c must be started with Webhooks and hold the
+// CAPICore CRDs (and those of the providers the test uses).
+//
+// Two things clusterctl or the provider manifests would do are done here:
+// the Cluster API CRDs get their contract labels, which is how the topology
+// engine finds the API version of a provider kind, and the manager's
+// admission webhooks are registered, pointing at its port on 127.0.0.1, so
+// ClusterClasses and Clusters are defaulted and validated for real.
+func RunClusterAPI(t testing.TB, c *Cluster) *Controllers {
+	t.Helper()
+	dir := binDir(t, "KROPS_CAPI_BIN", "the Cluster API manager", HowToGetClusterAPI)
+	if c.WebhookCertDir == "" {
+		t.Fatal("RunClusterAPI needs a Cluster started with ClusterOptions.Webhooks")
+	}
+	ctx := context.Background()
+	labelContracts(t, ctx, c)
+	webhookPort := port(t)
+	diagnostics := "127.0.0.1:" + strconv.Itoa(port(t))
+	ctls := run(t, c, []controller{{name: "capi-manager", bin: filepath.Join(dir, "capi-manager"), args: func(h string) []string {
+		return []string{"--leader-elect=false", "--health-addr=" + h, "--diagnostics-address=" + diagnostics, "--insecure-diagnostics",
+			"--webhook-port=" + strconv.Itoa(webhookPort), "--webhook-cert-dir=" + c.WebhookCertDir,
+			"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields", "--feature-gates=ClusterTopology=true", "--v=2"}
+	}}})
+	registerWebhooks(t, ctx, c, filepath.Join(dir, "webhooks.yaml"), "capi-", "https://127.0.0.1:"+strconv.Itoa(webhookPort))
+	return ctls
+}
+
+// labelContracts marks every *.cluster.x-k8s.io CRD with the contract
+// versions it serves (cluster.x-k8s.io/<version>: <version>), as the
+// providers' released manifests do.
+func labelContracts(t testing.TB, ctx context.Context, c *Cluster) {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := c.Client.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		crd := &list.Items[i]
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		if !strings.HasSuffix(group, "cluster.x-k8s.io") {
+			continue
+		}
+		labels := crd.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			name, _ := m["name"].(string)
+			if served, _ := m["served"].(bool); served && (name == "v1beta1" || name == "v1beta2") {
+				labels["cluster.x-k8s.io/"+name] = name
+			}
+		}
+		crd.SetLabels(labels)
+		if err := c.Client.Update(ctx, crd); err != nil {
+			t.Fatalf("labelling CRD %s: %v", crd.GetName(), err)
+		}
+	}
+}
+
+// registerWebhooks creates the webhook configurations in file, renamed with
+// prefix and pointed at base (https://host:port) instead of a Service.
+func registerWebhooks(t testing.TB, ctx context.Context, c *Cluster, file, prefix, base string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := base64.StdEncoding.EncodeToString(c.WebhookCAData)
+	for _, doc := range bytes.Split(b, []byte("\n---")) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		u.SetName(prefix + u.GetName())
+		hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		for i, h := range hooks {
+			m := h.(map[string]any)
+			path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
+			m["clientConfig"] = map[string]any{"url": base + path, "caBundle": ca}
+			hooks[i] = m
+		}
+		if err := unstructured.SetNestedSlice(u.Object, hooks, "webhooks"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Create(ctx, u); err != nil {
+			t.Fatalf("registering %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
