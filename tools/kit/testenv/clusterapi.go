@@ -19,7 +19,7 @@ import (
 const HowToGetClusterAPI = "run `tools/testbin/capi.sh` and set KROPS_CAPI_BIN to the directory it prints, or run the tests through `tools/task.sh test`"
 
 // RunClusterAPI starts the Cluster API core manager (KROPS_CAPI_BIN, built
-// by tools/testbin/capi.sh) against c with the ClusterTopology gate on, and
+// by tools/testbin/capi.sh) against c with the ClusterTopology and MachinePool gates on, and
 // stops it in t.Cleanup. c must be started with Webhooks and hold the
 // CAPICore CRDs (and those of the providers the test uses).
 //
@@ -41,7 +41,7 @@ func RunClusterAPI(t testing.TB, c *Cluster) *Controllers {
 	ctls := run(t, c, []controller{{name: "capi-manager", bin: filepath.Join(dir, "capi-manager"), args: func(h string) []string {
 		return []string{"--leader-elect=false", "--health-addr=" + h, "--diagnostics-address=" + diagnostics, "--insecure-diagnostics",
 			"--webhook-port=" + strconv.Itoa(webhookPort), "--webhook-cert-dir=" + c.WebhookCertDir,
-			"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields", "--feature-gates=ClusterTopology=true", "--v=2"}
+			"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields", "--feature-gates=ClusterTopology=true,MachinePool=true", "--v=2"}
 	}}})
 	registerWebhooks(t, ctx, c, filepath.Join(dir, "webhooks.yaml"), "capi-", "https://127.0.0.1:"+strconv.Itoa(webhookPort))
 	return ctls

@@ -17,25 +17,33 @@ import (
 
 var placeholderDefault = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*:[=-]([^}]*)\}`)
 
-// The local-host ClusterClasses and Clusters, handed to the real Cluster API
-// core manager with its admission webhooks and the ClusterTopology gate: the
-// webhooks must accept every object (ClusterClass patches and variables,
-// Cluster topology against its class), and the topology engine must
-// reconcile each Cluster from its class into a control plane and
-// infrastructure cluster. The providers that would then provision machines
-// (kubeadm, CAPD) do not run here.
-func TestLocalHostTopologyWithRealClusterAPI(t *testing.T) {
+var clusterRoots = regexp.MustCompile(`^mgmt/[^/]+/clusters$|^mgmt/local-host/clusterclasses$`)
+
+// The clusters of every environment, handed to the real Cluster API core
+// manager with its admission webhooks and the ClusterTopology and
+// MachinePool gates: the webhooks must accept every object (ClusterClass
+// patches and variables, each Cluster's topology against its class, the
+// MachinePools), and the topology engine must reconcile each local-host
+// Cluster from its class into a control plane at the Cluster's version. The
+// providers that would then provision machines do not run here; provider
+// kinds without a CRD here get a stand-in CRD.
+func TestClustersWithRealClusterAPI(t *testing.T) {
 	in := loadRepository(t)
-	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD}, Webhooks: true})
+	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPA, testenv.CAPG}, Webhooks: true})
 	capi := testenv.RunClusterAPI(t, cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	var clusters, others []*unstructured.Unstructured
+	var chosen []Object
 	for _, o := range in.Objects {
-		if o.Root != "mgmt/local-host/clusterclasses" && o.Root != "mgmt/local-host/clusters" {
-			continue
+		if clusterRoots.MatchString(o.Root) {
+			chosen = append(chosen, o)
 		}
+	}
+	standInCRDs(t, ctx, cluster, chosen)
+	var clusters, others []*unstructured.Unstructured
+	var topology []*unstructured.Unstructured
+	for _, o := range chosen {
 		b, err := yaml.Marshal(o.Raw)
 		if err != nil {
 			t.Fatal(err)
@@ -46,21 +54,29 @@ func TestLocalHostTopologyWithRealClusterAPI(t *testing.T) {
 		if err := yaml.Unmarshal(b, &u.Object); err != nil {
 			t.Fatal(err)
 		}
-		if u.GetKind() == "Cluster" {
+		switch {
+		case u.GetKind() == "Cluster" && o.Root == "mgmt/local-host/clusters":
+			topology = append(topology, u)
 			clusters = append(clusters, u)
-		} else {
+		case u.GetKind() == "Cluster":
+			clusters = append(clusters, u)
+		default:
 			others = append(others, u)
 		}
 	}
-	if len(clusters) != 2 || len(others) < 4 {
-		t.Fatalf("found %d Clusters and %d other objects in mgmt/local-host", len(clusters), len(others))
+	if len(clusters) < 8 || len(topology) != 2 {
+		t.Fatalf("found %d Clusters (%d with a topology) in the trees", len(clusters), len(topology))
 	}
 	for _, u := range append(others, clusters...) {
 		if err := cluster.Client.Create(ctx, u); err != nil {
-			t.Fatalf("Cluster API refused %s %s: %v", u.GetKind(), u.GetName(), err)
+			t.Errorf("Cluster API refused %s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 	}
-	for _, u := range clusters {
+	if t.Failed() {
+		return
+	}
+	t.Logf("Cluster API accepted %d Clusters and %d other objects", len(clusters), len(others))
+	for _, u := range topology {
 		waitForCondition(t, ctx, cluster.Client, u, "TopologyReconciled", capi)
 	}
 	kcps := &unstructured.UnstructuredList{}
@@ -73,7 +89,7 @@ func TestLocalHostTopologyWithRealClusterAPI(t *testing.T) {
 		v, _, _ := unstructured.NestedString(k.Object, "spec", "version")
 		owners[k.GetLabels()["cluster.x-k8s.io/cluster-name"]] = v
 	}
-	for _, u := range clusters {
+	for _, u := range topology {
 		want, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "version")
 		if got, ok := owners[u.GetName()]; !ok || got != want {
 			t.Errorf("Cluster %s: the topology made no KubeadmControlPlane at %s (control planes by cluster: %v)", u.GetName(), want, owners)
