@@ -23,22 +23,17 @@ report() {
 trap report EXIT
 
 if [[ -z "$short" ]]; then
-	assets=""
-	testbin() { assets="$(tools/testbin/install.sh | tail -1)"; }
-	phase "kube-apiserver + etcd (tools/testbin)" testbin
-	export KUBEBUILDER_ASSETS="$assets"
-	flux=""
-	fluxbin() { flux="$(tools/testbin/flux.sh | tail -1)"; }
-	phase "Flux controllers (tools/testbin/flux.sh)" fluxbin
-	export KROPS_FLUX_BIN="$flux"
-	operator=""
-	operatorbin() { operator="$(tools/testbin/flux-operator.sh | tail -1)"; }
-	phase "Flux Operator (tools/testbin/flux-operator.sh)" operatorbin
-	export KROPS_FLUX_OPERATOR_BIN="$operator"
-	capi=""
-	capibin() { capi="$(tools/testbin/capi.sh | tail -1)"; }
-	phase "Cluster API manager (tools/testbin/capi.sh)" capibin
-	export KROPS_CAPI_BIN="$capi"
+	# testbin <variable> <script>: build (or reuse) what the script builds and
+	# export the directory it prints last, the one the tests read <variable> for.
+	testbin() {
+		local dir
+		dir="$(tools/testbin/"$2" | tail -1)"
+		export "$1=$dir"
+	}
+	phase "kube-apiserver + etcd (tools/testbin)" testbin KUBEBUILDER_ASSETS install.sh
+	phase "Flux controllers (tools/testbin/flux.sh)" testbin KROPS_FLUX_BIN flux.sh
+	phase "Flux Operator (tools/testbin/flux-operator.sh)" testbin KROPS_FLUX_OPERATOR_BIN flux-operator.sh
+	phase "Cluster API manager (tools/testbin/capi.sh)" testbin KROPS_CAPI_BIN capi.sh
 	# task: the test runs the same pinned binary the README uses.
 	task_cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-v3.54.0"
 	[[ -x "$task_cache/task" ]] && export KROPS_TASK_BIN="${KROPS_TASK_BIN:-$task_cache/task}"
