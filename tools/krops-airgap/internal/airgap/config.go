@@ -11,11 +11,10 @@ import (
 	"path"
 	"strings"
 
-	"sigs.k8s.io/kustomize/api/krusty"
-	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/kropsdev/krops/tools/kit/configartifact"
+	"github.com/kropsdev/krops/tools/kit/fluxbuild"
 )
 
 // ConfigOptions says what goes into the config artifact and where it goes.
@@ -109,10 +108,7 @@ func memoryTree(a *configartifact.Artifact) (filesys.FileSystem, error) {
 // kustomize-controller would (files outside a kustomization's directory are
 // allowed within the artifact). It returns the paths built.
 func buildClosure(fs filesys.FileSystem, dir string) ([]string, error) {
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = kustypes.LoadRestrictionsNone
-	opts.PluginConfig = kustypes.DisabledPluginConfig()
-	k := krusty.MakeKustomizer(opts)
+	k := fluxbuild.Kustomizer()
 	done := map[string]bool{}
 	queue := []string{path.Clean("/" + dir)}
 	var order []string

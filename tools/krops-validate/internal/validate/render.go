@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/kustomize/api/krusty"
-	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kropsdev/krops/tools/kit/fluxbuild"
 )
 
 // Object is one rendered object and where it came from.
@@ -84,16 +84,10 @@ func Roots(root string, dirs ...string) ([]string, error) {
 	return out, nil
 }
 
-// Build renders one kustomization with the kustomize Go API, with the
-// options Flux's kustomize-controller uses: files outside the
-// kustomization's directory may be loaded (Flux confines them to the source
-// artifact instead), and only built-in plugins run.
+// Build renders one kustomization with the kustomize Go API, the way Flux's
+// kustomize-controller builds it (fluxbuild).
 func Build(root, dir string) ([]Object, error) {
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = kustypes.LoadRestrictionsNone
-	opts.PluginConfig = kustypes.DisabledPluginConfig()
-	k := krusty.MakeKustomizer(opts)
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(root, dir))
+	res, err := fluxbuild.Build(filesys.MakeFsOnDisk(), filepath.Join(root, dir))
 	if err != nil {
 		return nil, err
 	}
