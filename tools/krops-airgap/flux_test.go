@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kropsdev/krops/tools/kit/testenv"
 )
@@ -42,7 +41,7 @@ func TestFluxReconcilesTheAirGapRoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// What the air-gap FluxInstance's sync creates, pointed at this registry.
-	apply(t, ctx, cluster.Client, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+	cluster.CreateYAML(t, ctx, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
 metadata:
   name: flux-system
@@ -54,7 +53,7 @@ spec:
     tag: local-host
   insecure: true
 `, repo))
-	apply(t, ctx, cluster.Client, `apiVersion: kustomize.toolkit.fluxcd.io/v1
+	cluster.CreateYAML(t, ctx, `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
   name: flux-system
@@ -71,7 +70,8 @@ spec:
 `)
 	ks := schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 	for _, name := range []string{"flux-system", "clusterclasses", "clusters", "cni"} {
-		u := waitReady(t, ctx, cluster.Client, ks, "flux-system", name, flux)
+		u := cluster.WaitFor(t, ctx, ks, client.ObjectKey{Namespace: "flux-system", Name: name},
+			testenv.Wait{Logs: func() string { return flux.Tail("kustomize-controller", 40) }})
 		rev, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
 		if !strings.HasPrefix(rev, "local-host@sha256:") {
 			t.Errorf("Kustomization %s applied revision %q, want the pushed artifact", name, rev)
@@ -102,51 +102,4 @@ spec:
 			}
 		}
 	}
-}
-
-func apply(t *testing.T, ctx context.Context, c client.Client, doc string) {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, u); err != nil {
-		t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-	}
-}
-
-// waitReady waits until the object exists with condition Ready=True and
-// returns it; a Ready=False reason is reported when the wait ends.
-func waitReady(t *testing.T, ctx context.Context, c client.Client, gvk schema.GroupVersionKind, namespace, name string, flux *testenv.Controllers) *unstructured.Unstructured {
-	t.Helper()
-	last := "not found"
-	for {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err == nil {
-			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-			for _, cond := range conds {
-				m, _ := cond.(map[string]any)
-				if m["type"] == "Ready" {
-					if m["status"] == "True" {
-						return u
-					}
-					last = fmt.Sprintf("Ready=%v %v: %v", m["status"], m["reason"], m["message"])
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s %s/%s not ready: %s\n--- kustomize-controller ---\n%s", gvk.Kind, namespace, name, last, tail(flux.Logs("kustomize-controller"), 40))
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

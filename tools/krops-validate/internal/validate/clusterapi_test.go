@@ -3,7 +3,6 @@ package validate
 import (
 	"context"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +39,7 @@ func TestClustersWithRealClusterAPI(t *testing.T) {
 			chosen = append(chosen, o)
 		}
 	}
-	standInCRDs(t, ctx, cluster, chosen)
+	cluster.StandInCRDs(t, ctx, kinds(chosen))
 	var clusters, others []*unstructured.Unstructured
 	var topology []*unstructured.Unstructured
 	for _, o := range chosen {
@@ -77,7 +76,8 @@ func TestClustersWithRealClusterAPI(t *testing.T) {
 	}
 	t.Logf("Cluster API accepted %d Clusters and %d other objects", len(clusters), len(others))
 	for _, u := range topology {
-		waitForCondition(t, ctx, cluster.Client, u, "TopologyReconciled", capi)
+		cluster.WaitFor(t, ctx, u.GroupVersionKind(), client.ObjectKeyFromObject(u),
+			testenv.Wait{Condition: "TopologyReconciled", Logs: func() string { return capi.Tail("capi-manager", 40) }})
 	}
 	kcps := &unstructured.UnstructuredList{}
 	kcps.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlaneList"})
@@ -95,36 +95,4 @@ func TestClustersWithRealClusterAPI(t *testing.T) {
 			t.Errorf("Cluster %s: the topology made no KubeadmControlPlane at %s (control planes by cluster: %v)", u.GetName(), want, owners)
 		}
 	}
-}
-
-// waitForCondition waits until obj has condition cond=True.
-func waitForCondition(t *testing.T, ctx context.Context, c client.Client, obj *unstructured.Unstructured, cond string, ctrls *testenv.Controllers) {
-	t.Helper()
-	last := "no condition yet"
-	for {
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err == nil {
-			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-			for _, x := range conds {
-				m, _ := x.(map[string]any)
-				if m["type"] == cond {
-					if m["status"] == "True" {
-						return
-					}
-					last = strings.TrimSpace(m["reason"].(string) + ": " + stringOf(m["message"]))
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s %s: %s is not True: %s\n--- capi-manager ---\n%s", obj.GetKind(), obj.GetName(), cond, last, tailLines(ctrls.Logs("capi-manager"), 40))
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-func stringOf(v any) string {
-	s, _ := v.(string)
-	return s
 }

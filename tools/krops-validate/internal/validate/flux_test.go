@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/kit/configartifact"
 	"github.com/kropsdev/krops/tools/kit/testenv"
 )
@@ -61,8 +60,10 @@ func TestTreesReconcileWithRealFlux(t *testing.T) {
 	if _, err := configartifact.Push(ctx, a, repo+":test", configartifact.PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	create(t, ctx, cluster.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cluster-vars", Namespace: flux.Namespace}, Data: clusterVars})
-	createYAML(t, ctx, cluster.Client, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cluster-vars", Namespace: flux.Namespace}, Data: clusterVars}); err != nil {
+		t.Fatal(err)
+	}
+	cluster.CreateYAML(t, ctx, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
 metadata:
   name: flux-system
@@ -75,7 +76,7 @@ spec:
   insecure: true
 `, repo))
 
-	standIns := standInCRDs(t, ctx, cluster, in.Objects)
+	standIns := cluster.StandInCRDs(t, ctx, kinds(in.Objects))
 	t.Logf("stand-in CRDs (any content accepted) for kinds without a CRD here: %s", strings.Join(standIns, ", "))
 
 	names := map[string]string{} // test name -> origin
@@ -104,7 +105,7 @@ spec:
 			if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: flux.Namespace, Name: n}, u); err != nil {
 				t.Fatal(err)
 			}
-			status, msg := readyCondition(u)
+			status, msg, _ := testenv.Condition(u, "Ready")
 			switch {
 			case status == "True":
 				delete(pending, n)
@@ -121,55 +122,9 @@ spec:
 	}
 	sort.Strings(stuck)
 	if len(stuck) > 0 {
-		t.Errorf("%d Kustomizations did not apply:\n  %s\n--- kustomize-controller ---\n%s", len(stuck), strings.Join(stuck, "\n  "), tailLines(flux.Logs("kustomize-controller"), 30))
+		t.Errorf("%d Kustomizations did not apply:\n  %s\n%s", len(stuck), strings.Join(stuck, "\n  "), flux.Tail("kustomize-controller", 30))
 	}
 	t.Logf("%d of %d Kustomizations applied", len(names)-len(stuck), len(names))
-}
-
-// standInCRDs installs, for every kind the trees use that the API server
-// does not know, a CRD that accepts any content, and returns the kinds.
-func standInCRDs(t *testing.T, ctx context.Context, cluster *testenv.Cluster, objs []Object) []string {
-	t.Helper()
-	mapper := cluster.Client.RESTMapper()
-	seen := map[schema.GroupVersionKind]bool{}
-	var kinds []string
-	for _, o := range objs {
-		api, kind := o.Kind()
-		gv, err := schema.ParseGroupVersion(api)
-		if err != nil || kind == "" {
-			continue
-		}
-		gvk := gv.WithKind(kind)
-		if seen[gvk] {
-			continue
-		}
-		seen[gvk] = true
-		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			continue
-		}
-		plural := strings.ToLower(kind) + "s"
-		if strings.HasSuffix(plural, "ys") && !strings.HasSuffix(plural, "ays") {
-			plural = strings.TrimSuffix(plural, "ys") + "ies"
-		}
-		createYAML(t, ctx, cluster.Client, fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[1]s.%[2]s
-spec:
-  group: %[2]s
-  scope: Namespaced
-  names: {kind: %[3]s, plural: %[1]s, listKind: %[3]sList, singular: %[4]s}
-  versions:
-  - name: %[5]s
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`, plural, gvk.Group, kind, strings.ToLower(kind), gvk.Version))
-		kinds = append(kinds, kind+" ("+api+")")
-	}
-	sort.Strings(kinds)
-	return kinds
 }
 
 // unchained copies a tree's Kustomization for the test: same path and
@@ -188,19 +143,6 @@ func unchained(o Object) *unstructured.Unstructured {
 	u.SetName(strings.ToLower(origin + "--" + u.GetName()))
 	u.SetNamespace("flux-system")
 	return u
-}
-
-func readyCondition(u *unstructured.Unstructured) (status, message string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
-			s, _ := m["status"].(string)
-			msg, _ := m["message"].(string)
-			return s, msg
-		}
-	}
-	return "", "no Ready condition yet"
 }
 
 // checkInventory fetches every object the Kustomization applied and fails
@@ -239,30 +181,6 @@ func checkInventory(t *testing.T, ctx context.Context, c client.Client, origin s
 	}
 }
 
-func create(t *testing.T, ctx context.Context, c client.Client, o client.Object) {
-	t.Helper()
-	if err := c.Create(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func createYAML(t *testing.T, ctx context.Context, c client.Client, doc string) {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	create(t, ctx, c, u)
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 func decode(v string) string {
 	b, err := base64.StdEncoding.DecodeString(v)
 	if err != nil {
@@ -278,13 +196,17 @@ func loadRepository(t *testing.T) *Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
-	if err != nil {
-		t.Fatal(err)
+	return loadAt(t, root)
+}
+
+// kinds lists the kinds of objs.
+func kinds(objs []Object) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, o := range objs {
+		api, kind := o.Kind()
+		if gv, err := schema.ParseGroupVersion(api); err == nil && kind != "" {
+			out = append(out, gv.WithKind(kind))
+		}
 	}
-	in, err := Load(root, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
+	return out
 }

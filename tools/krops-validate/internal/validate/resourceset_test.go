@@ -3,14 +3,12 @@ package validate
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kropsdev/krops/tools/kit/testenv"
@@ -43,7 +41,7 @@ func TestResourceSetsRenderAsTheFluxOperatorDoes(t *testing.T) {
 		if err := cluster.Client.Create(ctx, u); err != nil {
 			t.Fatalf("%s: %v", o.String(), err)
 		}
-		waitForReady(t, ctx, cluster.Client, u.GroupVersionKind(), u.GetNamespace(), u.GetName(), operator, "flux-operator")
+		cluster.WaitFor(t, ctx, u.GroupVersionKind(), client.ObjectKeyFromObject(u), testenv.Wait{Logs: func() string { return operator.Tail("flux-operator", 30) }})
 		for _, want := range ours {
 			got := &unstructured.Unstructured{}
 			got.SetAPIVersion(want.Raw["apiVersion"].(string))
@@ -92,27 +90,6 @@ func deepCopy(t *testing.T, m map[string]any) map[string]any {
 	return out
 }
 
-func waitForReady(t *testing.T, ctx context.Context, c client.Client, gvk schema.GroupVersionKind, namespace, name string, ctrls *testenv.Controllers, logOf string) {
-	t.Helper()
-	last := ""
-	for {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err == nil {
-			status, msg := readyCondition(u)
-			if status == "True" {
-				return
-			}
-			last = status + " " + msg
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s %s/%s not ready: %s\n--- %s ---\n%s", gvk.Kind, namespace, name, last, logOf, tailLines(ctrls.Logs(logOf), 30))
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
 // Every FluxInstance in the trees (the workload clusters', the air gap's,
 // the one local-host delivers through a ClusterResourceSet) is handed to the
 // real Flux Operator, one at a time, and must render: its distribution
@@ -155,55 +132,12 @@ func TestFluxInstancesRenderWithTheFluxOperator(t *testing.T) {
 				t.Fatalf("%s: %v", o.String(), err)
 			}
 		}
-		current = waitForGeneration(t, ctx, cluster.Client, u, operator)
+		current = cluster.WaitFor(t, ctx, u.GroupVersionKind(), client.ObjectKeyFromObject(u),
+			testenv.Wait{Current: true, Logs: func() string { return operator.Tail("flux-operator", 30) }})
 		rev, _, _ := unstructured.NestedString(current.Object, "status", "lastAppliedRevision")
 		t.Logf("%s rendered and applied: %s", o.String(), rev)
 	}
 	if len(seen) < 3 {
 		t.Fatalf("found %d distinct FluxInstances; the trees have at least 3", len(seen))
 	}
-}
-
-// waitForGeneration waits until the operator has reconciled the object's
-// latest generation to Ready, and returns it.
-func waitForGeneration(t *testing.T, ctx context.Context, c client.Client, obj *unstructured.Unstructured, ctrls *testenv.Controllers) *unstructured.Unstructured {
-	t.Helper()
-	last := ""
-	for {
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err == nil {
-			status, msg := readyCondition(got)
-			observed := readyGeneration(got)
-			if observed == got.GetGeneration() && status == "True" {
-				return got
-			}
-			if observed == got.GetGeneration() && status == "False" {
-				t.Fatalf("%s %s failed: %s", obj.GetKind(), obj.GetName(), msg)
-			}
-			last = fmt.Sprintf("generation %d, observed %d, Ready=%s %s", got.GetGeneration(), observed, status, msg)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s %s not reconciled: %s\n--- flux-operator ---\n%s", obj.GetKind(), obj.GetName(), last, tailLines(ctrls.Logs("flux-operator"), 30))
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// readyGeneration is the generation the Ready condition speaks for.
-func readyGeneration(u *unstructured.Unstructured) int64 {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
-			switch g := m["observedGeneration"].(type) {
-			case int64:
-				return g
-			case float64:
-				return int64(g)
-			}
-		}
-	}
-	return 0
 }

@@ -171,7 +171,12 @@ func write(t *testing.T, files map[string]string) string {
 
 func load(t *testing.T, files map[string]string) *Input {
 	t.Helper()
-	root := write(t, files)
+	return loadAt(t, write(t, files))
+}
+
+// loadAt renders the trees of the repository at root.
+func loadAt(t *testing.T, root string) *Input {
+	t.Helper()
 	cfg, err := config.Load(config.LoadOptions{Path: filepath.Join(root, "bootstrap.toml")})
 	if err != nil {
 		t.Fatal(err)
