@@ -32,6 +32,12 @@ type Set struct {
 	// patterns). For projects whose API module is served but whose CRD
 	// YAML is not: the project generates its CRDs the same way.
 	ControllerGen string
+	// Providers are the cluster-api operator providers ("Kind/name") and
+	// Chart the Helm chart whose deployed version must be one these CRDs
+	// cover: objects checked against them are then checked against the
+	// release that runs.
+	Providers []string
+	Chart     string
 	// Stands in lists other versions this set is accepted for, with the
 	// reason in a comment where it is set: the module proxy here does not
 	// serve every release, and a neighbouring patch has the same API.
@@ -57,18 +63,19 @@ func (s Set) Covers(v string) bool {
 // `task validate` cross-checks them against mgmt/ once the trees exist.
 var (
 	CAPICore = Set{Name: "cluster-api", Module: "sigs.k8s.io/cluster-api", Version: "v1.14.2",
-		Dirs: []string{"core/config/crd/bases", "bootstrap/kubeadm/config/crd/bases", "controlplane/kubeadm/config/crd/bases", "cmd/clusterctl/config/crd/bases"}}
+		Dirs:      []string{"core/config/crd/bases", "bootstrap/kubeadm/config/crd/bases", "controlplane/kubeadm/config/crd/bases", "cmd/clusterctl/config/crd/bases"},
+		Providers: []string{"CoreProvider/cluster-api", "BootstrapProvider/kubeadm", "ControlPlaneProvider/kubeadm"}}
 	CAPD = Set{Name: "cluster-api docker (CAPD)", Module: "sigs.k8s.io/cluster-api/test", Version: "v1.14.2",
-		Dirs: []string{"infrastructure/docker/config/crd/bases"}}
+		Dirs: []string{"infrastructure/docker/config/crd/bases"}, Providers: []string{"InfrastructureProvider/docker"}}
 	CAPIOperator = Set{Name: "cluster-api operator", Module: "sigs.k8s.io/cluster-api-operator", Version: "v0.29.0",
-		Dirs: []string{"config/crd/bases"}}
+		Dirs: []string{"config/crd/bases"}, Chart: "cluster-api-operator"}
 	// CAPA is v2.13.0 because the module proxy here refuses v2.13.1.
 	CAPA = Set{Name: "cluster-api aws (CAPA)", Module: "sigs.k8s.io/cluster-api-provider-aws/v2", Version: "v2.13.0",
-		Dirs: []string{"config/crd/bases"}}
+		Dirs: []string{"config/crd/bases"}, Providers: []string{"InfrastructureProvider/aws"}}
 	CAPG = Set{Name: "cluster-api gcp (CAPG)", Module: "sigs.k8s.io/cluster-api-provider-gcp", Version: "v1.13.1",
-		Dirs: []string{"config/crd/bases"}}
+		Dirs: []string{"config/crd/bases"}, Providers: []string{"InfrastructureProvider/gcp"}}
 	CertManager = Set{Name: "cert-manager", Module: "github.com/cert-manager/cert-manager", Version: "v1.21.2",
-		Dirs: []string{"deploy/crds"}}
+		Dirs: []string{"deploy/crds"}, Chart: "cert-manager"}
 	// Flux's helm-controller module is not served by the proxy here, but
 	// its API module is: the HelmRelease CRD is generated from those types
 	// with controller-gen, as the project does. v1.6.5 is the served patch
@@ -83,7 +90,7 @@ var (
 	// module the proxy serves. Newer CRDs only add fields, so a check
 	// against the older ones can fail on a new field but not pass a wrong one.
 	FluxOperator = Set{Name: "flux operator", Module: "github.com/controlplaneio-fluxcd/flux-operator", Version: "v0.59.0",
-		Dirs: []string{"config/crd/bases"}, Toolchain: "go1.27.3", StandsIn: []string{"v0.61.0"}}
+		Dirs: []string{"config/crd/bases"}, Toolchain: "go1.27.3", StandsIn: []string{"v0.61.0"}, Chart: "flux-operator"}
 )
 
 // All is every pinned set.

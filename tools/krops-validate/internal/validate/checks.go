@@ -296,23 +296,18 @@ func checkCharts(in *Input) Result {
 	return r
 }
 
-// schemaSets maps operator providers and charts to the CRD set their
-// objects are validated against.
-var schemaSets = map[string]crds.Set{
-	"CoreProvider/cluster-api":      crds.CAPICore,
-	"BootstrapProvider/kubeadm":     crds.CAPICore,
-	"ControlPlaneProvider/kubeadm":  crds.CAPICore,
-	"InfrastructureProvider/docker": crds.CAPD,
-	"InfrastructureProvider/aws":    crds.CAPA,
-	"InfrastructureProvider/gcp":    crds.CAPG,
-}
-
 // checkVersions: a provider runs at one version in every environment, and
 // the objects that use its kinds were checked against the CRDs of that very
 // version. Otherwise the schema check would vouch for a different release
 // than the one deployed.
 func checkVersions(in *Input) Result {
 	r := Result{Check: "provider and chart versions agree across environments and with the CRDs checked against"}
+	schemaSets := map[string]crds.Set{}
+	for _, set := range crds.All() {
+		for _, p := range set.Providers {
+			schemaSets[p] = set
+		}
+	}
 	type use struct{ version, where string }
 	byProvider := map[string][]use{}
 	for _, o := range in.Objects {
@@ -354,13 +349,10 @@ func checkVersions(in *Input) Result {
 			}
 		}
 	}
-	c := in.Config.Charts
-	for _, ch := range []struct {
-		key, version string
-		set          crds.Set
-	}{{"cert-manager", c.CertManager, crds.CertManager}, {"capi-operator", c.CAPIOperator, crds.CAPIOperator}, {"flux-operator", c.FluxOperator, crds.FluxOperator}} {
-		if ch.version != "" && !ch.set.Covers(ch.version) {
-			r.Problems = append(r.Problems, Problem{in.Config.Path + ": [charts] " + ch.key, fmt.Sprintf("pins %s, but objects are checked against the CRDs of %s@%s: move them together (tools/kit/crds)", ch.version, ch.set.Module, ch.set.Version)})
+	pins := chartPins(in.Config)
+	for _, set := range crds.All() {
+		if v := pins[set.Chart]; set.Chart != "" && v != "" && !set.Covers(v) {
+			r.Problems = append(r.Problems, Problem{in.Config.Path + ": [charts] " + set.Chart, fmt.Sprintf("pins %s, but objects are checked against the CRDs of %s@%s: move them together (tools/kit/crds)", v, set.Module, set.Version)})
 		}
 	}
 	return r
