@@ -3,8 +3,6 @@
 package main
 
 import (
-	"time"
-
 	"github.com/kropsdev/krops/plugins/aws/internal/awsprovider"
 	"github.com/kropsdev/krops/plugins/sdk"
 )
@@ -13,7 +11,5 @@ import (
 var version = "dev"
 
 func main() {
-	// Asynchronous deletions take minutes on AWS; polling every 10 s keeps
-	// the sweep responsive without spending API calls.
-	sdk.Serve(awsprovider.New(version, awsprovider.Options{PollInterval: 10 * time.Second}), sdk.ServeOptions{})
+	sdk.Serve(awsprovider.New(version, awsprovider.Options{FirstPoll: awsprovider.DefaultFirstPoll, PollInterval: awsprovider.DefaultPollInterval}), sdk.ServeOptions{})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -48,6 +50,7 @@ func load(t *testing.T, m *testenv.MotoServer, endpoint string, raw []byte) *sdk
 type discovered struct {
 	scope     *sdk.Scope
 	resources []sdk.Resource
+	suspects  []sdk.Resource
 	errors    []sdk.QueryError
 }
 
@@ -60,6 +63,8 @@ func discover(t *testing.T, c *sdk.Client) discovered {
 			d.scope = e.Scope
 		case e.Resource != nil:
 			d.resources = append(d.resources, *e.Resource)
+		case e.Suspect != nil:
+			d.suspects = append(d.suspects, *e.Suspect)
 		case e.Error != nil:
 			d.errors = append(d.errors, *e.Error)
 		}
@@ -69,6 +74,23 @@ func discover(t *testing.T, c *sdk.Client) discovered {
 		t.Fatal(err)
 	}
 	return d
+}
+
+func (d discovered) byName() map[string]sdk.Resource {
+	out := map[string]sdk.Resource{}
+	for _, r := range d.resources {
+		out[r.Kind+" "+r.ID] = r
+	}
+	return out
+}
+
+func (d discovered) suspectSet() []string {
+	var out []string
+	for _, r := range d.suspects {
+		out = append(out, r.Kind+" "+r.ID)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (d discovered) set() []string {
@@ -106,6 +128,23 @@ func TestAgainstMoto(t *testing.T) {
 			t.Errorf("scope %+v", d.scope)
 		}
 		proxy.AssertNoMutation(t)
+		got := d.byName()
+		for _, tc := range []struct{ resource, evidence string }{
+			{"eks-cluster default_eu-north-1-management-control-plane", "bootstrap.toml environments.aws.teardown.mgmt-eks-cluster-name"},
+			{"eks-cluster default_eu-west-1-workload-control-plane", "bootstrap.toml environments.aws.teardown.aws-workloads[1].eks-cluster-name"},
+			{"rds-instance krops-eu-north-1-workload-db", "bootstrap.toml environments.aws.teardown.aws-workloads[0].rds-instance"},
+			{"iam-role eu-north-1-management-iam-service-role", "tag kubernetes.io/cluster/eu-north-1-management=owned"},
+			{"iam-role eu-west-1-workload-iam-service-role", "exact name eu-west-1-workload-iam-service-role: CAPA's EKS control-plane role of cluster eu-west-1-workload"},
+			{"iam-role capa-ng-7f3e2a9c", "tag kubernetes.io/cluster/eu-west-1-workload=owned"},
+			{"iam-instance-profile capa-ng-7f3e2a9c", "carries role capa-ng-7f3e2a9c"},
+		} {
+			if r, ok := got[tc.resource]; !ok || !strings.Contains(strings.Join(r.Evidence, "; "), tc.evidence) {
+				t.Errorf("%s: evidence %q, want it to name %q", tc.resource, r.Evidence, tc.evidence)
+			}
+		}
+		if r := got["iam-role capa-ng-7f3e2a9c"]; !slices.Contains(r.DependsOn, "iam-instance-profile/capa-ng-7f3e2a9c") {
+			t.Errorf("a role must wait for its instance profile: %v", r.DependsOn)
+		}
 		for _, r := range d.resources {
 			if len(r.Evidence) == 0 {
 				t.Errorf("%s %s carries no evidence of ownership", r.Kind, r.ID)
@@ -113,6 +152,60 @@ func TestAgainstMoto(t *testing.T) {
 			if r.Kind == "vpc" && !contains(r.DependsOn, "subnet") {
 				t.Errorf("vpc %s must wait for its subnets: %v", r.ID, r.DependsOn)
 			}
+		}
+	})
+
+	t.Run("names that share a target's prefix without evidence are suspects, never ours", func(t *testing.T) {
+		d := discover(t, load(t, m, m.URL, awstest.ProviderConfig(t)))
+		want := append([]string(nil), fp.Suspects...)
+		sort.Strings(want)
+		if got := d.suspectSet(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("suspects:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		for _, s := range d.suspects {
+			if !strings.Contains(strings.Join(s.Evidence, " "), "not ours by evidence") {
+				t.Errorf("suspect %s %s must say why it is not ours: %v", s.Kind, s.ID, s.Evidence)
+			}
+		}
+		blue := "tagged"
+		for _, s := range d.suspects {
+			if s.ID == "eu-north-1-workload-blue-iam-service-role" {
+				blue = strings.Join(s.Evidence, " ")
+			}
+		}
+		if !strings.Contains(blue, "cluster eu-north-1-workload-blue owns it") {
+			t.Errorf("a prefix collision with another cluster's tag must name that cluster: %q", blue)
+		}
+	})
+
+	t.Run("a tag that names a cluster of another environment is never reported", func(t *testing.T) {
+		d := discover(t, load(t, m, m.URL, awstest.ProviderConfig(t)))
+		for _, set := range [][]string{d.set(), d.suspectSet()} {
+			for _, r := range set {
+				if strings.Contains(r, "staging-eu-north-1-workload") || strings.Contains(r, "unrelated") {
+					t.Errorf("%s is not ours and looks nothing like ours, yet was reported", r)
+				}
+			}
+		}
+	})
+
+	t.Run("an unreachable endpoint is an unknown state, reported at once", func(t *testing.T) {
+		dead := "http://127.0.0.1:1" // nothing listens on port 1
+		c := load(t, m, dead, awstest.ProviderConfig(t))
+		err := c.Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
+		if !errors.Is(err, sdk.ErrUnknownState) || !strings.Contains(err.Error(), "could not read the AWS account") {
+			t.Fatalf("err = %v, want an unknown state naming the account lookup", err)
+		}
+		// An endpoint that keeps failing gets 3 attempts, not the 10 a
+		// listing gets, so the user hears at once.
+		proxy := testenv.NewFaultProxy(t, m.URL)
+		proxy.Add(testenv.Rule{Action: "GetCallerIdentity", Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable"})
+		err = load(t, m, proxy.URL, awstest.ProviderConfig(t)).Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
+		if !errors.Is(err, sdk.ErrUnknownState) {
+			t.Errorf("err = %v", err)
+		}
+		if got := strings.Join(proxy.Actions(), ","); got != "GetCallerIdentity,GetCallerIdentity,GetCallerIdentity" {
+			t.Errorf("calls: %s; want three identity attempts and nothing else", got)
 		}
 	})
 
@@ -191,7 +284,7 @@ func TestAgainstMoto(t *testing.T) {
 		raw := awstest.ProviderConfig(t, `allowed-accounts = ["999999999999"]`)
 		c := load(t, m, proxy.URL, raw)
 		err := c.Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
-		if err == nil || !strings.Contains(err.Error(), "123456789012 is not in") {
+		if !errors.Is(err, sdk.ErrRefused) || !strings.Contains(err.Error(), "AWS account 123456789012 is not in environments.aws.allowed-accounts [999999999999]") {
 			t.Fatalf("err = %v", err)
 		}
 		if got := strings.Join(proxy.Actions(), ","); got != "GetCallerIdentity" {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 
@@ -159,19 +160,86 @@ func TestSweepNeverTouchesWhatIsNotInScope(t *testing.T) {
 	fp := awstest.Build(t, m.URL, awstest.Options{})
 	proxy := testenv.NewFaultProxy(t, m.URL)
 	c := loadSweeper(t, m, proxy.URL)
-	// A forged scope: a decoy's id, and one real bucket.
+	// A forged scope: a decoy, every suspect, and one real bucket. The
+	// provider re-discovers and deletes only what is ours by evidence.
 	scope := []sdk.Resource{
 		{Kind: "iam-role", ID: "unrelated-role", Region: "global"},
 		{Kind: "s3-bucket", ID: "krops-123456789012-eu-west-1-workload-data", Region: "eu-west-1"},
 	}
+	for _, s := range discover(t, c).suspects {
+		scope = append(scope, s)
+	}
+	if len(scope) != 2+len(fp.Suspects) {
+		t.Fatalf("the forged scope holds %d suspects, want %d", len(scope)-2, len(fp.Suspects))
+	}
 	res := sweep(t, c, scope, false).final()
-	if res["iam-role unrelated-role"] != sdk.SweepSkipped || res["s3-bucket krops-123456789012-eu-west-1-workload-data"] != sdk.SweepDeleted {
-		t.Errorf("results %v", res)
+	for _, r := range scope {
+		want := sdk.SweepSkipped
+		if r.Kind == "s3-bucket" {
+			want = sdk.SweepDeleted
+		}
+		if got := res[r.Kind+" "+r.ID]; got != want {
+			t.Errorf("%s %s ended %s, want %s", r.Kind, r.ID, got, want)
+		}
 	}
 	for _, r := range proxy.Mutations() {
-		if r.Params.Get("RoleName") == "unrelated-role" {
-			t.Errorf("a mutating call touched the decoy role: %s", r.Action)
+		for _, p := range []string{"RoleName", "PolicyArn", "InstanceProfileName"} {
+			if v := r.Params.Get(p); v != "" {
+				t.Errorf("a mutating call touched IAM outside the scope: %s %s=%s", r.Action, p, v)
+			}
 		}
+	}
+	assertDecoysSurvive(t, m.URL, fp)
+}
+
+// Someone else (a second sweep, CAPA, a person) removes things between
+// discovery and deletion: AWS then answers NotFound for the resource or for
+// a sub-step of its deletion. Gone is the goal, so each ends deleted, and
+// only those are called "already gone".
+func TestSweepRemovedBySomeoneElseEndsDeleted(t *testing.T) {
+	m := testenv.Moto(t, testenv.MotoOptions{})
+	fp := awstest.Build(t, m.URL, awstest.Options{})
+	proxy := testenv.NewFaultProxy(t, m.URL)
+	c := loadSweeper(t, m, proxy.URL)
+	scope := discover(t, c).resources
+	raced := []testenv.Rule{
+		{Action: "DisassociateRouteTable", Times: 1, Respond: proxy.Raced(400, "InvalidAssociationID.NotFound")},
+		{Action: "DeleteSubnet", Times: 1, Respond: proxy.Raced(400, "InvalidSubnetID.NotFound")},
+		{Action: "RemoveRoleFromInstanceProfile", Times: 1, Respond: proxy.Raced(404, "NoSuchEntity")},
+		{Action: "DeletePolicy", Times: 1, Respond: proxy.Raced(404, "NoSuchEntity")},
+	}
+	for _, r := range raced {
+		proxy.Add(r)
+	}
+	res := sweep(t, c, scope, false)
+	for id, st := range res.final() {
+		if st != sdk.SweepDeleted {
+			t.Errorf("%s ended %s", id, st)
+		}
+	}
+	injected := 0
+	for _, r := range proxy.Requests() {
+		if r.Injected != "" {
+			injected++
+		}
+	}
+	if injected != len(raced) {
+		t.Fatalf("%d races injected, want %d: the test proves nothing", injected, len(raced))
+	}
+	// Exactly the subnet and the policy were found gone at their own
+	// deletion; the sub-step races are invisible in the outcome.
+	var already []string
+	for _, e := range res.events {
+		if e.State == sdk.SweepDeleted && strings.HasPrefix(e.Message, "already gone") {
+			already = append(already, e.Resource.Kind)
+		}
+	}
+	sort.Strings(already)
+	if strings.Join(already, ",") != "iam-policy,subnet" {
+		t.Errorf("reported already gone: %v; want the raced subnet and policy only", already)
+	}
+	if left := discover(t, loadSweeper(t, m, m.URL)); len(left.resources) != 0 {
+		t.Errorf("left: %v", left.set())
 	}
 	assertDecoysSurvive(t, m.URL, fp)
 }
@@ -207,8 +275,29 @@ func assertDecoysSurvive(t *testing.T, endpoint string, fp *awstest.Footprint) {
 		t.Errorf("decoy bucket: %v", err)
 	}
 	ic := iam.NewFromConfig(north)
-	if _, err := ic.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("unrelated-role")}); err != nil {
-		t.Errorf("decoy role: %v", err)
+	for _, d := range fp.Decoys {
+		kind, id, _ := strings.Cut(d, " ")
+		var err error
+		switch kind {
+		case "iam-role":
+			_, err = ic.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(id)})
+		case "iam-instance-profile":
+			var out *iam.GetInstanceProfileOutput
+			out, err = ic.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(id)})
+			if err == nil && len(out.InstanceProfile.Roles) == 0 {
+				t.Errorf("decoy %s lost its role", d)
+			}
+		case "iam-policy":
+			_, err = ic.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: aws.String(id)})
+		}
+		if err != nil {
+			t.Errorf("decoy %s is gone: %v", d, err)
+		}
+	}
+	// The shared, untagged policy stays attached to the other team's role.
+	attached, err := ic.ListAttachedRolePolicies(ctx, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String("unrelated-role")})
+	if err != nil || len(attached.AttachedPolicies) != 1 {
+		t.Errorf("unrelated-role's policy: %v %v", attached, err)
 	}
 	if _, err := ic.GetUser(ctx, &iam.GetUserInput{UserName: aws.String("someone")}); err != nil {
 		t.Errorf("decoy user: %v", err)

@@ -85,6 +85,8 @@ func (c *Client) wrap(call string, err error) error {
 		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrUnknownState)
 	case codes.Unimplemented:
 		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrNotSupported)
+	case codes.PermissionDenied:
+		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrRefused)
 	}
 	return fmt.Errorf("provider %s: %s: %s", c.Name, call, st.Message())
 }
@@ -206,6 +208,9 @@ func (c *Client) Discover(ctx context.Context, fn func(DiscoverEvent) error) err
 			e.Error = &QueryError{Kind: q.GetKind(), Region: q.GetRegion(), Message: q.GetMessage()}
 		} else if sc := ev.GetScope(); sc != nil {
 			e.Scope = &Scope{Account: sc.GetAccount(), Regions: sc.GetRegions()}
+		} else if s := ev.GetSuspect(); s != nil {
+			res := resourceFromPB(s)
+			e.Suspect = &res
 		} else {
 			continue
 		}

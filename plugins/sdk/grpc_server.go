@@ -53,6 +53,8 @@ func toStatus(err error) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, ErrUnknownState):
 		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, ErrRefused):
+		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	if _, ok := status.FromError(err); ok {
 		return err
@@ -180,6 +182,8 @@ func (s *grpcServer) Discover(_ *pb.DiscoverRequest, stream pb.Provider_Discover
 			ev.Event = &pb.DiscoverEvent_Error{Error: &pb.QueryError{Kind: e.Error.Kind, Region: e.Error.Region, Message: e.Error.Message}}
 		case e.Scope != nil:
 			ev.Event = &pb.DiscoverEvent_Scope{Scope: &pb.Scope{Account: e.Scope.Account, Regions: e.Scope.Regions}}
+		case e.Suspect != nil:
+			ev.Event = &pb.DiscoverEvent_Suspect{Suspect: resourceToPB(*e.Suspect)}
 		default:
 			return errors.New("empty discover event")
 		}

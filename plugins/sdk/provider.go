@@ -181,12 +181,17 @@ type Scope struct {
 	Regions []string
 }
 
-// DiscoverEvent carries one of a resource, a query error or the scope
-// (sent first).
+// DiscoverEvent carries one of a resource, a query error, the scope (sent
+// first) or a suspect.
 type DiscoverEvent struct {
 	Resource *Resource
 	Error    *QueryError
 	Scope    *Scope
+	// Suspect looks like the environment's but carries no evidence that it
+	// is (a name that merely begins like ours, or a tag naming a cluster
+	// outside the environment). Its Evidence says why it is suspect. Hosts
+	// report suspects for review and never put them in a sweep's scope.
+	Suspect *Resource
 }
 
 // SweepRequest asks for deletion of exactly Scope.
@@ -239,6 +244,11 @@ type Unimplemented struct{}
 // ErrUnknownState is returned when a provider could not read the cloud well
 // enough to act safely: nothing destructive was done.
 var ErrUnknownState = errors.New("unknown state: nothing destructive was done")
+
+// ErrRefused is returned when a provider refuses to work where it was
+// pointed (an account outside the allow-list, say): nothing was read or
+// changed. Hosts exit 2, as for a configuration error.
+var ErrRefused = errors.New("refused")
 
 // ErrNotSupported is returned for an undeclared capability.
 var ErrNotSupported = errors.New("not supported by this provider")

@@ -32,8 +32,12 @@ func run(args []string) int {
 orphaned when older than ORPHAN_MIN_AGE_HOURS or of unknown age, recent otherwise. It never changes anything.
 
 The Markdown report goes to stdout (or JSON with --output json), is appended to $GITHUB_STEP_SUMMARY when set,
-and is written as JSON to ORPHAN_REPORT_JSON when set. A query that fails is listed under Errors and makes the
-exit code 1; the rest of the report is still produced.
+and is written as JSON to ORPHAN_REPORT_JSON when set. Resources that only look like the environment's (a name
+that begins like one of ours, with no ownership tag) are listed apart as suspects; no sweep touches them.
+
+A query that fails is listed under Errors and the exit code is 3 (the report is incomplete: what the query covers
+is unknown, not absent); the rest of the report is still produced. When the account cannot be read at all there
+is no report, also exit 3. An account outside allowed-accounts is refused with exit 2 before anything is read.
 
 ENV is the environment (KROPS_PROFILE wins when set; default: bootstrap.default-environment).`,
 		Version: version,

@@ -34,9 +34,15 @@ func run(args []string) int {
 		Name:      "cloud",
 		Usage:     "delete the environment's cloud resources through its provider (recovery path)",
 		ArgsUsage: "[ENV]",
-		Description: `Discovers everything krops owns for the environment (the clusters bootstrap.toml names, by tags and name
-rules) and deletes exactly that, in dependency order, retrying what is blocked. Nothing outside that scope is
-touched. A discovery that fails stops the sweep before anything is deleted (exit 3). Use --dry-run first.`,
+		Description: `Discovers everything krops owns for the environment and deletes exactly that, in dependency order,
+retrying what is blocked. A resource is in scope only by evidence: an ownership tag of one of the environment's
+clusters, an exact name bootstrap.toml or the provider's documented naming derives, or a confirmed edge from a
+resource in scope (docs/operations.md lists the rule for every kind). Resources that only look like ours are
+printed as suspects and never touched. After deleting, a fresh discovery confirms what is gone.
+
+Exit codes: 2 when the provider cannot or may not sweep, or the account is outside allowed-accounts (nothing
+was read); 3 when credentials, the endpoint or any query failed before deleting (nothing was deleted); 1 when
+something in scope is still there afterwards, or the sweep was interrupted (rerun to finish). Use --dry-run first.`,
 		Flags:  flags,
 		Action: func(c *ucli.Context) error { return sweep(c) },
 	}

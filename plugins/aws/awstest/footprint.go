@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/rds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -105,12 +106,19 @@ var Clusters = []Cluster{
 
 // Footprint records what was created: "kind id" entries.
 type Footprint struct {
-	Owned  []string
-	Decoys []string
+	Owned []string
+	// Decoys must never be deleted; Suspects, a subset of them, look like
+	// ours by name and must be reported as suspects, never as ours.
+	Decoys   []string
+	Suspects []string
 }
 
 func (f *Footprint) own(kind, id string)   { f.Owned = append(f.Owned, kind+" "+id) }
 func (f *Footprint) decoy(kind, id string) { f.Decoys = append(f.Decoys, kind+" "+id) }
+func (f *Footprint) suspect(kind, id string) {
+	f.decoy(kind, id)
+	f.Suspects = append(f.Suspects, kind+" "+id)
+}
 
 // Sorted returns the owned set sorted.
 func (f *Footprint) Sorted() []string {
@@ -243,27 +251,13 @@ func build(t testing.TB, endpoint string, o Options) (fp *Footprint, err error) 
 	f.decoy("s3-bucket", "someone-elses-bucket")
 
 	ic := iam.NewFromConfig(north)
-	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"eks.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
-	for _, r := range []string{"eu-north-1-management-control-plane", "eu-north-1-management-nodes", "krops-eu-north-1-workload-reader"} {
-		must(ic.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(r), AssumeRolePolicyDocument: aws.String(trust)}))
-		f.own("iam-role", r)
-	}
-	// The node role carries what CAPA and EKS attach: a managed policy, an
-	// inline policy and an instance profile.
 	policyDoc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:Describe*","Resource":"*"}]}`
-	pol := must(ic.CreatePolicy(ctx, &iam.CreatePolicyInput{PolicyName: aws.String("krops-nodes"), PolicyDocument: aws.String(policyDoc)}))
-	must(ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String("eu-north-1-management-nodes"), PolicyArn: pol.Policy.Arn}))
-	must(ic.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String("eu-north-1-management-nodes"), PolicyName: aws.String("inline"), PolicyDocument: aws.String(policyDoc)}))
-	must(ic.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String("eu-north-1-management-nodes")}))
-	must(ic.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String("eu-north-1-management-nodes"), RoleName: aws.String("eu-north-1-management-nodes")}))
-	must(ic.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("unrelated-role"), AssumeRolePolicyDocument: aws.String(trust)}))
-	must(ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String("unrelated-role"), PolicyArn: pol.Policy.Arn}))
-	f.decoy("iam-role", "unrelated-role")
+	shared := f.iam(ctx, ic, policyDoc)
 	must(ic.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("krops-reader")}))
 	must(ic.CreateAccessKey(ctx, &iam.CreateAccessKeyInput{UserName: aws.String("krops-reader")}))
 	must(ic.CreateLoginProfile(ctx, &iam.CreateLoginProfileInput{UserName: aws.String("krops-reader"), Password: aws.String("Not-a-real-password-1")}))
 	must(ic.PutUserPolicy(ctx, &iam.PutUserPolicyInput{UserName: aws.String("krops-reader"), PolicyName: aws.String("read"), PolicyDocument: aws.String(policyDoc)}))
-	must(ic.AttachUserPolicy(ctx, &iam.AttachUserPolicyInput{UserName: aws.String("krops-reader"), PolicyArn: pol.Policy.Arn}))
+	must(ic.AttachUserPolicy(ctx, &iam.AttachUserPolicyInput{UserName: aws.String("krops-reader"), PolicyArn: aws.String(shared)}))
 	f.own("iam-user", "krops-reader")
 	must(ic.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("someone")}))
 	f.decoy("iam-user", "someone")
@@ -355,4 +349,84 @@ func (f *Footprint) bucket(t testing.TB, ctx context.Context, c *s3.Client, regi
 		}
 		must(c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(name), Key: aws.String(key), Body: strings.NewReader(fmt.Sprint(i))}))
 	}
+}
+
+// iam builds the IAM side as CAPA (EKSEnableIAM), ACK and people make it,
+// and returns the ARN of an untagged policy shared with other teams.
+//
+// Ours: each EKS control-plane role, by CAPA's tag or (eu-west-1-workload,
+// untagged) by its exact CAPA name; each node-group role by CAPA's tag,
+// whatever its name, with its instance profile, an inline policy and a
+// tagged customer-managed policy; the ACK reader role listed in
+// global-iam-roles.
+//
+// Not ours: roles and a policy whose names begin like a target's but carry
+// no evidence, or whose tag names another cluster (suspects); a role of a
+// cluster of another environment; an unrelated role and profile; the shared
+// policy (detached from our roles, never deleted).
+func (f *Footprint) iam(ctx context.Context, ic *iam.Client, policyDoc string) string {
+	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"eks.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
+	role := func(name string, tags map[string]string) {
+		var ts []iamtypes.Tag
+		for k, v := range tags {
+			ts = append(ts, iamtypes.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		must(ic.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(name), AssumeRolePolicyDocument: aws.String(trust), Tags: ts}))
+	}
+	policy := func(name string, tags map[string]string) string {
+		var ts []iamtypes.Tag
+		for k, v := range tags {
+			ts = append(ts, iamtypes.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		return aws.ToString(must(ic.CreatePolicy(ctx, &iam.CreatePolicyInput{PolicyName: aws.String(name), PolicyDocument: aws.String(policyDoc), Tags: ts})).Policy.Arn)
+	}
+	owned := func(cluster string) map[string]string {
+		return map[string]string{"kubernetes.io/cluster/" + cluster: "owned", "krops.io/run-id": "aws-run-1"}
+	}
+	shared := policy("krops-nodes", nil)
+	for i, c := range Clusters {
+		cp := c.Name + "-iam-service-role"
+		if c.Name == "eu-west-1-workload" {
+			role(cp, nil) // evidence: the exact name CAPA derives
+		} else {
+			role(cp, owned(c.Name))
+		}
+		f.own("iam-role", cp)
+		// CAPA shortens long node-group role names with a hash; the tag
+		// is what ties them to the cluster.
+		ng := c.Name + "-arm-nodegroup-iam-service-role"
+		if i == 2 {
+			ng = "capa-ng-7f3e2a9c"
+		}
+		role(ng, owned(c.Name))
+		f.own("iam-role", ng)
+		must(ic.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(ng)}))
+		must(ic.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(ng), RoleName: aws.String(ng)}))
+		f.own("iam-instance-profile", ng)
+		must(ic.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String(ng), PolicyName: aws.String("inline"), PolicyDocument: aws.String(policyDoc)}))
+		must(ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String(ng), PolicyArn: aws.String(shared)}))
+		extra := policy(c.Name+"-nodes-extra", owned(c.Name))
+		must(ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String(ng), PolicyArn: aws.String(extra)}))
+		f.own("iam-policy", extra)
+	}
+	role("krops-eu-north-1-workload-reader", nil)
+	f.own("iam-role", "krops-eu-north-1-workload-reader")
+
+	for _, name := range []string{"eu-north-1-management-ci", "eu-north-1-management-nodes"} {
+		role(name, map[string]string{"team": "platform"})
+		f.suspect("iam-role", name)
+	}
+	role("eu-north-1-workload-blue-iam-service-role", owned("eu-north-1-workload-blue"))
+	f.suspect("iam-role", "eu-north-1-workload-blue-iam-service-role")
+	f.suspect("iam-policy", policy("eu-north-1-management-audit", nil))
+	role("staging-eu-north-1-workload-iam-service-role", owned("staging-eu-north-1-workload"))
+	f.decoy("iam-role", "staging-eu-north-1-workload-iam-service-role")
+	role("unrelated-role", nil)
+	must(ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String("unrelated-role"), PolicyArn: aws.String(shared)}))
+	must(ic.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String("unrelated-profile")}))
+	must(ic.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String("unrelated-profile"), RoleName: aws.String("unrelated-role")}))
+	f.decoy("iam-role", "unrelated-role")
+	f.decoy("iam-instance-profile", "unrelated-profile")
+	f.decoy("iam-policy", shared)
+	return shared
 }

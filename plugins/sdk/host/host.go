@@ -22,7 +22,8 @@ type Options struct {
 	// Lookup reads knobs (flags over environment) and the values of the
 	// variables the plugin declares.
 	Lookup config.Lookup
-	// Stderr receives plugin logs; Verbose shows their debug lines.
+	// Stderr receives plugin logs: warnings and errors, and with Verbose
+	// everything down to debug (go-plugin's process lifecycle included).
 	Stderr  io.Writer
 	Verbose bool
 }
@@ -34,7 +35,9 @@ func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 	pin := o.Config.Providers[name]
 	plugDir, _ := o.Lookup.Get("KROPS_PLUGIN_DIR")
 	reattach, _ := o.Lookup.Get("KROPS_REATTACH_PROVIDERS")
-	level := hclog.Info
+	// go-plugin logs every plugin start and exit at info; that is noise
+	// unless the user asked for detail.
+	level := hclog.Warn
 	if o.Verbose {
 		level = hclog.Debug
 	}

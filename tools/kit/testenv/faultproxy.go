@@ -122,6 +122,17 @@ func newFaultProxy(target string) (*FaultProxy, error) {
 // answer some requests themselves and pass the others through.
 func (p *FaultProxy) Forward(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w, r) }
 
+// Raced is a Respond handler for a race with someone else: the upstream
+// carries the call out, as if another actor had just done the same thing,
+// and the client is told code (a NotFound, typically) instead of success.
+func (p *FaultProxy) Raced(status int, code string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := describe(r)
+		p.rp.ServeHTTP(httptest.NewRecorder(), r)
+		writeAWSError(w, req, status, code)
+	}
+}
+
 // Add installs a rule; rules are checked in the order added.
 func (p *FaultProxy) Add(r Rule) *Rule {
 	if r.Path != "" {

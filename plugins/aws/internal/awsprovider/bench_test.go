@@ -141,3 +141,50 @@ func BenchmarkSweep(b *testing.B) {
 	b.ReportMetric(seq.Seconds()/float64(b.N), "baseline_s/sweep")
 	b.ReportMetric(float64(seq)/float64(conc), "x_vs_baseline")
 }
+
+// BenchmarkSweepPolling sweeps a footprint whose deletions all complete at
+// once (moto), so every pause between passes is pure waiting: the adaptive
+// polling the plugin ships (first look after DefaultFirstPoll, doubling to
+// DefaultPollInterval) against the same sweep with fixed
+// DefaultPollInterval pauses, in the same run.
+func BenchmarkSweepPolling(b *testing.B) {
+	m := testenv.Moto(b, testenv.MotoOptions{})
+	ctx := context.Background()
+	run := func(o Options) time.Duration {
+		if err := m.Reset(ctx); err != nil {
+			b.Fatal(err)
+		}
+		fp := awstest.Build(b, m.URL, awstest.Options{ObjectVersions: 1})
+		p := New("bench", o)
+		if err := p.Configure(ctx, sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(b)}); err != nil {
+			b.Fatal(err)
+		}
+		scope := scopeOf(b, ctx, p)
+		deletedN := 0
+		start := time.Now()
+		err := p.Sweep(ctx, sdk.SweepRequest{Scope: scope}, func(e sdk.SweepEvent) error {
+			switch e.State {
+			case sdk.SweepDeleted:
+				deletedN++
+			case sdk.SweepFailed:
+				return fmt.Errorf("%s %s failed: %s", e.Resource.Kind, e.Resource.ID, e.Message)
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if deletedN != len(fp.Owned) {
+			b.Fatalf("deleted %d of %d", deletedN, len(fp.Owned))
+		}
+		return time.Since(start)
+	}
+	var adaptive, fixed time.Duration
+	for b.Loop() {
+		fixed += run(Options{PollInterval: DefaultPollInterval})
+		adaptive += run(Options{FirstPoll: DefaultFirstPoll, PollInterval: DefaultPollInterval})
+	}
+	b.ReportMetric(adaptive.Seconds()/float64(b.N), "s/sweep")
+	b.ReportMetric(fixed.Seconds()/float64(b.N), "baseline_s/sweep")
+	b.ReportMetric(float64(fixed)/float64(adaptive), "x_vs_baseline")
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
-	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/rds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -19,7 +18,8 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk"
 )
 
-// notFoundCodes mean the resource is gone: a named lookup said so.
+// notFoundCodes mean the resource is gone: a named lookup said so. EC2
+// codes ending in .NotFound mean the same (isNotFound).
 var notFoundCodes = map[string]bool{
 	"InvalidVpcID.NotFound": true, "InvalidSubnetID.NotFound": true, "InvalidGroup.NotFound": true,
 	"InvalidRouteTableID.NotFound": true, "InvalidInternetGatewayID.NotFound": true, "InvalidAllocationID.NotFound": true,
@@ -35,16 +35,25 @@ var retryCodes = map[string]bool{
 	"BucketNotEmpty": true, "IncorrectState": true, "InvalidStateException": true, "OperationAbortedException": true,
 }
 
+// isNotFound says a named thing is not there: the resource, or what a
+// sub-step of its deletion would have removed (an association, a rule, an
+// attachment).
+func isNotFound(err error) bool {
+	code := apiCode(err)
+	return notFoundCodes[code] || strings.HasSuffix(code, ".NotFound") || code == "Gateway.NotAttached" ||
+		(code == "ValidationError" && strings.Contains(err.Error(), "does not exist"))
+}
+
+// classify turns a call's error into an outcome; done is the outcome of
+// success. A NotFound is outGone: the goal is reached, whoever got there.
 func classify(err error, done attempt) attempt {
 	if err == nil {
 		return done
 	}
 	code := apiCode(err)
 	switch {
-	case notFoundCodes[code]:
-		return attempt{outDeleted, "already gone"}
-	case code == "ValidationError" && strings.Contains(err.Error(), "does not exist"):
-		return attempt{outDeleted, "already gone"}
+	case isNotFound(err):
+		return gone
 	case retryCodes[code]:
 		return attempt{outRetry, code + ": " + shortErr(err)}
 	}
@@ -59,7 +68,10 @@ func shortErr(err error) string {
 	return s
 }
 
-var deleted = attempt{outDeleted, ""}
+var (
+	deleted = attempt{outDeleted, ""}
+	gone    = attempt{outGone, ""}
+)
 
 // regionOf maps a resource to the region its API lives in.
 func (p *Provider) regionOf(r sdk.Resource) string {
@@ -98,13 +110,18 @@ func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, 
 			return attempt{outFailed, err.Error()}
 		}
 		return emptyAndDeleteBucket(ctx, c, r.ID, progress)
-	case KindIAMRole, KindIAMUser:
+	case KindIAMRole, KindIAMInstanceProfile, KindIAMPolicy, KindIAMUser:
 		c, err := p.c.iam(ctx, region)
 		if err != nil {
 			return attempt{outFailed, err.Error()}
 		}
-		if r.Kind == KindIAMRole {
+		switch r.Kind {
+		case KindIAMRole:
 			return deleteRole(ctx, c, r.ID)
+		case KindIAMInstanceProfile:
+			return deleteInstanceProfile(ctx, c, r.ID)
+		case KindIAMPolicy:
+			return deletePolicy(ctx, c, r.ID)
 		}
 		return deleteUser(ctx, c, r.ID)
 	case KindCFNStack:
@@ -147,7 +164,7 @@ func deleteRDS(ctx context.Context, c *rds.Client, id string, started bool) atte
 		return classify(err, deleted)
 	}
 	if len(out.DBInstances) == 0 {
-		return attempt{outDeleted, "already gone"}
+		return gone
 	}
 	db := out.DBInstances[0]
 	if started || aws.ToString(db.DBInstanceStatus) == "deleting" {
@@ -155,8 +172,8 @@ func deleteRDS(ctx context.Context, c *rds.Client, id string, started bool) atte
 	}
 	if aws.ToBool(db.DeletionProtection) {
 		_, err := c.ModifyDBInstance(ctx, &rds.ModifyDBInstanceInput{DBInstanceIdentifier: aws.String(id), DeletionProtection: aws.Bool(false), ApplyImmediately: aws.Bool(true)})
-		if err != nil {
-			return classify(err, deleted)
+		if a, ok := step(err); !ok {
+			return a
 		}
 	}
 	_, err = c.DeleteDBInstance(ctx, &rds.DeleteDBInstanceInput{DBInstanceIdentifier: aws.String(id), SkipFinalSnapshot: aws.Bool(true), DeleteAutomatedBackups: aws.Bool(true)})
@@ -191,8 +208,9 @@ func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool,
 		}
 		for _, g := range out.InternetGateways {
 			for _, a := range g.Attachments {
-				if _, err := c.DetachInternetGateway(ctx, &ec2.DetachInternetGatewayInput{InternetGatewayId: id, VpcId: a.VpcId}); err != nil {
-					return classify(err, deleted)
+				_, err := c.DetachInternetGateway(ctx, &ec2.DetachInternetGatewayInput{InternetGatewayId: id, VpcId: a.VpcId})
+				if a, ok := step(err); !ok {
+					return a
 				}
 			}
 		}
@@ -207,8 +225,9 @@ func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool,
 				if aws.ToBool(a.Main) || a.RouteTableAssociationId == nil {
 					continue
 				}
-				if _, err := c.DisassociateRouteTable(ctx, &ec2.DisassociateRouteTableInput{AssociationId: a.RouteTableAssociationId}); err != nil {
-					return classify(err, deleted)
+				_, err := c.DisassociateRouteTable(ctx, &ec2.DisassociateRouteTableInput{AssociationId: a.RouteTableAssociationId})
+				if a, ok := step(err); !ok {
+					return a
 				}
 			}
 		}
@@ -228,13 +247,15 @@ func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool,
 		}
 		for _, g := range out.SecurityGroups {
 			if len(g.IpPermissions) > 0 {
-				if _, err := c.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: id, IpPermissions: g.IpPermissions}); err != nil {
-					return classify(err, deleted)
+				_, err := c.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: id, IpPermissions: g.IpPermissions})
+				if a, ok := step(err); !ok {
+					return a
 				}
 			}
 			if len(g.IpPermissionsEgress) > 0 {
-				if _, err := c.RevokeSecurityGroupEgress(ctx, &ec2.RevokeSecurityGroupEgressInput{GroupId: id, IpPermissions: g.IpPermissionsEgress}); err != nil {
-					return classify(err, deleted)
+				_, err := c.RevokeSecurityGroupEgress(ctx, &ec2.RevokeSecurityGroupEgressInput{GroupId: id, IpPermissions: g.IpPermissionsEgress})
+				if a, ok := step(err); !ok {
+					return a
 				}
 			}
 		}
@@ -280,97 +301,6 @@ func emptyAndDeleteBucket(ctx context.Context, c *s3.Client, bucket string, prog
 	}
 	_, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
 	return classify(err, attempt{outDeleted, fmt.Sprintf("emptied of %d object versions and delete markers", removed)})
-}
-
-func deleteRole(ctx context.Context, c *iam.Client, role string) attempt {
-	name := aws.String(role)
-	attached := iam.NewListAttachedRolePoliciesPaginator(c, &iam.ListAttachedRolePoliciesInput{RoleName: name})
-	for attached.HasMorePages() {
-		page, err := attached.NextPage(ctx)
-		if err != nil {
-			return classify(err, deleted)
-		}
-		for _, pol := range page.AttachedPolicies {
-			if _, err := c.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: name, PolicyArn: pol.PolicyArn}); err != nil {
-				return classify(err, deleted)
-			}
-		}
-	}
-	inline := iam.NewListRolePoliciesPaginator(c, &iam.ListRolePoliciesInput{RoleName: name})
-	for inline.HasMorePages() {
-		page, err := inline.NextPage(ctx)
-		if err != nil {
-			return classify(err, deleted)
-		}
-		for _, pol := range page.PolicyNames {
-			if _, err := c.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: name, PolicyName: aws.String(pol)}); err != nil {
-				return classify(err, deleted)
-			}
-		}
-	}
-	profiles := iam.NewListInstanceProfilesForRolePaginator(c, &iam.ListInstanceProfilesForRoleInput{RoleName: name})
-	for profiles.HasMorePages() {
-		page, err := profiles.NextPage(ctx)
-		if err != nil {
-			return classify(err, deleted)
-		}
-		for _, ip := range page.InstanceProfiles {
-			if _, err := c.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{RoleName: name, InstanceProfileName: ip.InstanceProfileName}); err != nil {
-				return classify(err, deleted)
-			}
-			// The profile existed only to carry this role.
-			if _, err := c.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: ip.InstanceProfileName}); err != nil && !notFoundCodes[apiCode(err)] {
-				return classify(err, deleted)
-			}
-		}
-	}
-	_, err := c.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: name})
-	return classify(err, deleted)
-}
-
-func deleteUser(ctx context.Context, c *iam.Client, user string) attempt {
-	name := aws.String(user)
-	if _, err := c.DeleteLoginProfile(ctx, &iam.DeleteLoginProfileInput{UserName: name}); err != nil && apiCode(err) != "NoSuchEntity" {
-		return classify(err, deleted)
-	}
-	keys := iam.NewListAccessKeysPaginator(c, &iam.ListAccessKeysInput{UserName: name})
-	for keys.HasMorePages() {
-		page, err := keys.NextPage(ctx)
-		if err != nil {
-			return classify(err, deleted)
-		}
-		for _, k := range page.AccessKeyMetadata {
-			if _, err := c.DeleteAccessKey(ctx, &iam.DeleteAccessKeyInput{UserName: name, AccessKeyId: k.AccessKeyId}); err != nil {
-				return classify(err, deleted)
-			}
-		}
-	}
-	inline := iam.NewListUserPoliciesPaginator(c, &iam.ListUserPoliciesInput{UserName: name})
-	for inline.HasMorePages() {
-		page, err := inline.NextPage(ctx)
-		if err != nil {
-			return classify(err, deleted)
-		}
-		for _, pol := range page.PolicyNames {
-			if _, err := c.DeleteUserPolicy(ctx, &iam.DeleteUserPolicyInput{UserName: name, PolicyName: aws.String(pol)}); err != nil {
-				return classify(err, deleted)
-			}
-		}
-	}
-	attached := iam.NewListAttachedUserPoliciesPaginator(c, &iam.ListAttachedUserPoliciesInput{UserName: name})
-	for attached.HasMorePages() {
-		page, err := attached.NextPage(ctx)
-		if err != nil {
-			return classify(err, deleted)
-		}
-		for _, pol := range page.AttachedPolicies {
-			if _, err := c.DetachUserPolicy(ctx, &iam.DetachUserPolicyInput{UserName: name, PolicyArn: pol.PolicyArn}); err != nil {
-				return classify(err, deleted)
-			}
-		}
-	}
-	_, err := c.DeleteUser(ctx, &iam.DeleteUserInput{UserName: name})
-	return classify(err, deleted)
 }
 
 func deleteStack(ctx context.Context, c *cloudformation.Client, stack string, started bool) attempt {

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
-	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/rds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -24,20 +23,22 @@ import (
 
 // Resource kinds.
 const (
-	KindEKSCluster      = "eks-cluster"
-	KindEKSNodegroup    = "eks-nodegroup"
-	KindRDSInstance     = "rds-instance"
-	KindVPC             = "vpc"
-	KindNATGateway      = "nat-gateway"
-	KindElasticIP       = "elastic-ip"
-	KindSubnet          = "subnet"
-	KindInternetGateway = "internet-gateway"
-	KindRouteTable      = "route-table"
-	KindSecurityGroup   = "security-group"
-	KindS3Bucket        = "s3-bucket"
-	KindIAMRole         = "iam-role"
-	KindIAMUser         = "iam-user"
-	KindCFNStack        = "cloudformation-stack"
+	KindEKSCluster         = "eks-cluster"
+	KindEKSNodegroup       = "eks-nodegroup"
+	KindRDSInstance        = "rds-instance"
+	KindVPC                = "vpc"
+	KindNATGateway         = "nat-gateway"
+	KindElasticIP          = "elastic-ip"
+	KindSubnet             = "subnet"
+	KindInternetGateway    = "internet-gateway"
+	KindRouteTable         = "route-table"
+	KindSecurityGroup      = "security-group"
+	KindS3Bucket           = "s3-bucket"
+	KindIAMRole            = "iam-role"
+	KindIAMInstanceProfile = "iam-instance-profile"
+	KindIAMPolicy          = "iam-policy"
+	KindIAMUser            = "iam-user"
+	KindCFNStack           = "cloudformation-stack"
 )
 
 // Global is the region of account-wide resources (IAM, S3 names).
@@ -65,6 +66,8 @@ func (e *emitter) send(ev sdk.DiscoverEvent) {
 }
 
 func (e *emitter) resource(r sdk.Resource) { e.send(sdk.DiscoverEvent{Resource: &r}) }
+
+func (e *emitter) suspect(r sdk.Resource) { e.send(sdk.DiscoverEvent{Suspect: &r}) }
 
 func (e *emitter) failed(kind, region string, err error) {
 	e.send(sdk.DiscoverEvent{Error: &sdk.QueryError{Kind: kind, Region: region, Message: err.Error()}})
@@ -113,7 +116,7 @@ func apiCode(err error) string {
 }
 
 func evidenceName(key, value string) string {
-	return fmt.Sprintf("name %s from bootstrap.toml %s", value, key)
+	return fmt.Sprintf("exact name %s from bootstrap.toml %s", value, key)
 }
 
 func (p *Provider) scanEKS(ctx context.Context, t Target, e *emitter) {
@@ -134,7 +137,7 @@ func (p *Provider) scanEKS(ctx context.Context, t Target, e *emitter) {
 		return
 	}
 	cluster := sdk.Resource{Kind: KindEKSCluster, ID: t.EKSCluster, Region: t.Region, Cluster: t.Cluster,
-		CreatedAt: out.Cluster.CreatedAt, Tags: out.Cluster.Tags, Evidence: []string{evidenceName("eks-cluster-name", t.EKSCluster)}}
+		CreatedAt: out.Cluster.CreatedAt, Tags: out.Cluster.Tags, Evidence: []string{evidenceName(t.EKSKey, t.EKSCluster)}}
 	pages := eks.NewListNodegroupsPaginator(c, &eks.ListNodegroupsInput{ClusterName: aws.String(t.EKSCluster)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
@@ -183,7 +186,7 @@ func (p *Provider) scanRDS(ctx context.Context, t Target, e *emitter) {
 			tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
 		}
 		e.resource(sdk.Resource{Kind: KindRDSInstance, ID: aws.ToString(db.DBInstanceIdentifier), Region: t.Region, Cluster: t.Cluster,
-			CreatedAt: db.InstanceCreateTime, Tags: tags, Evidence: []string{evidenceName("rds-instance", t.RDSInstance)}})
+			CreatedAt: db.InstanceCreateTime, Tags: tags, Evidence: []string{evidenceName(t.RDSKey, t.RDSInstance)}})
 	}
 }
 
@@ -420,62 +423,8 @@ func (p *Provider) scanBuckets(ctx context.Context, account string, e *emitter) 
 				continue
 			}
 			e.resource(sdk.Resource{Kind: KindS3Bucket, ID: aws.ToString(b.Name), Region: t.Region, Cluster: t.Cluster,
-				CreatedAt: b.CreationDate, Evidence: []string{"name matches teardown.s3-bucket-pattern " + p.s.bucketPattern}})
+				CreatedAt: b.CreationDate, Evidence: []string{"exact name from bootstrap.toml [teardown] s3-bucket-pattern " + p.s.bucketPattern + " for cluster " + t.Cluster}})
 		}
-	}
-}
-
-// scanIAM finds the clusters' roles by prefix, the global roles and users.
-func (p *Provider) scanIAM(ctx context.Context, e *emitter) {
-	c, err := p.c.iam(ctx, p.s.mgmt().Region)
-	if err != nil {
-		e.failed(KindIAMRole, Global, err)
-		return
-	}
-	global := map[string]bool{}
-	for _, r := range p.s.globalRoles {
-		global[r] = true
-	}
-	pages := iam.NewListRolesPaginator(c, &iam.ListRolesInput{})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			e.failed(KindIAMRole, Global, err)
-			break
-		}
-		for _, r := range page.Roles {
-			name := aws.ToString(r.RoleName)
-			var evidence, cluster string
-			switch {
-			case global[name]:
-				evidence = "listed in teardown.global-iam-roles"
-			default:
-				for _, t := range p.s.targets {
-					if t.IAMRolePrefix != "" && strings.HasPrefix(name, t.IAMRolePrefix) {
-						evidence, cluster = "name starts with teardown.mgmt-iam-role-prefix "+t.IAMRolePrefix, t.Cluster
-					}
-				}
-			}
-			if evidence == "" {
-				continue
-			}
-			e.resource(sdk.Resource{Kind: KindIAMRole, ID: name, Region: Global, Cluster: cluster, CreatedAt: r.CreateDate, Evidence: []string{evidence}})
-		}
-	}
-	for _, u := range sortedUnique(p.s.globalUsers) {
-		out, err := c.GetUser(ctx, &iam.GetUserInput{UserName: aws.String(u)})
-		if apiCode(err) == "NoSuchEntity" {
-			continue
-		}
-		if err != nil {
-			e.failed(KindIAMUser, Global, err)
-			continue
-		}
-		tags := map[string]string{}
-		for _, tg := range out.User.Tags {
-			tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
-		}
-		e.resource(sdk.Resource{Kind: KindIAMUser, ID: u, Region: Global, CreatedAt: out.User.CreateDate, Tags: tags, Evidence: []string{"listed in teardown.global-iam-users"}})
 	}
 }
 
@@ -513,6 +462,6 @@ func (p *Provider) scanStack(ctx context.Context, e *emitter) {
 			created = &c
 		}
 		e.resource(sdk.Resource{Kind: KindCFNStack, ID: aws.ToString(st.StackName), Region: region, CreatedAt: created, Tags: tags,
-			Evidence: []string{"teardown.cfn-stack-name"}})
+			Evidence: []string{"exact name from bootstrap.toml [teardown] cfn-stack-name"}})
 	}
 }

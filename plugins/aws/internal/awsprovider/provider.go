@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
@@ -21,6 +22,17 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/duration"
 )
+
+// Production polling: look again a second after an asynchronous deletion
+// was accepted (NAT gateways and stacks often finish within seconds), then
+// back off to every 10 s (EKS and RDS take many minutes).
+const (
+	DefaultFirstPoll    = time.Second
+	DefaultPollInterval = 10 * time.Second
+)
+
+// identityAttempts bounds the account lookup that precedes everything.
+const identityAttempts = 3
 
 // Quota codes checked by preflight.
 const (
@@ -37,9 +49,14 @@ type Options struct {
 	// Sequential runs every query and deletion one after another: the
 	// baseline the benchmarks compare with.
 	Sequential bool
-	// PollInterval separates sweep passes while asynchronous deletions
-	// (NAT gateways, EKS, RDS, stacks) finish; zero means no wait.
+	// PollInterval is the longest pause between sweep passes while
+	// asynchronous deletions (NAT gateways, EKS, RDS, stacks) finish or
+	// dependencies clear; zero means no wait.
 	PollInterval time.Duration
+	// FirstPoll is the first pause after a deletion was accepted; it
+	// doubles up to PollInterval. Zero or more than PollInterval means
+	// fixed PollInterval pauses (the benchmark's baseline).
+	FirstPoll time.Duration
 }
 
 // Provider is the aws provider.
@@ -74,7 +91,7 @@ func (p *Provider) Describe(context.Context) (sdk.Description, error) {
 	}, nil
 }
 
-// PollIntervalEnv overrides the pause between sweep passes while
+// PollIntervalEnv overrides the longest pause between sweep passes while
 // asynchronous deletions finish (duration grammar; 0 for emulators).
 const PollIntervalEnv = "KROPS_AWS_POLL_INTERVAL"
 
@@ -109,9 +126,17 @@ func (p *Provider) account(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	// A few attempts only: an endpoint that refuses connections or
+	// credentials that do not work will not mend within the retryer's
+	// minutes of backoff, and the user should hear it at once.
+	out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}, func(o *sts.Options) {
+		o.Retryer = retry.AddWithMaxAttempts(o.Retryer, identityAttempts)
+	})
 	if err != nil {
-		return "", fmt.Errorf("finding the AWS account (sts GetCallerIdentity): %w", err)
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("could not read the AWS account (sts GetCallerIdentity): %w; check the credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID) and AWS_ENDPOINT_URL: %w", err, sdk.ErrUnknownState)
 	}
 	return aws.ToString(out.Account), nil
 }
@@ -127,7 +152,8 @@ func (p *Provider) checkedAccount(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if len(p.s.allowedAccounts) > 0 && !slices.Contains(p.s.allowedAccounts, account) {
-		return "", fmt.Errorf("AWS account %s is not in environments.%s.allowed-accounts %v: refusing to work in it (check AWS_PROFILE)", account, p.s.environment, p.s.allowedAccounts)
+		return "", fmt.Errorf("AWS account %s is not in environments.%s.allowed-accounts [%s]: nothing was read or changed; select an allowed account (AWS_PROFILE or credentials) or add this one to the list: %w",
+			account, p.s.environment, strings.Join(p.s.allowedAccounts, ", "), sdk.ErrRefused)
 	}
 	return account, nil
 }

@@ -2,6 +2,7 @@ package awsprovider
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,14 +14,33 @@ type Target struct {
 	Cluster string
 	Region  string
 	// EKSCluster is the EKS name (<namespace>_<control plane>); empty when
-	// the cluster is not EKS.
-	EKSCluster string
-	// RDSInstance is the cluster's database, when it has one.
-	RDSInstance string
-	// IAMRolePrefix selects the cluster's IAM roles by name prefix.
+	// the cluster is not EKS. EKSKey is the bootstrap.toml key it came from.
+	EKSCluster, EKSKey string
+	// RDSInstance is the cluster's database, when it has one; RDSKey is the
+	// bootstrap.toml key it came from.
+	RDSInstance, RDSKey string
+	// IAMRolePrefix (mgmt-iam-role-prefix) is never evidence on its own: an
+	// IAM name that begins with it, and carries no evidence, is a suspect.
 	IAMRolePrefix string
 	Management    bool
 }
+
+// namePrefixes are the beginnings that make an IAM name without evidence a
+// suspect of this cluster: its name, its EKS name, its role prefix.
+func (t Target) namePrefixes() []string {
+	var out []string
+	for _, p := range []string{t.Cluster, t.EKSCluster, t.IAMRolePrefix} {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ControlPlaneRole is the IAM role CAPA creates for an EKS control plane
+// when EKSEnableIAM is on and the AWSManagedControlPlane names no role:
+// <cluster>-iam-service-role (CAPA's documented naming).
+func (t Target) ControlPlaneRole() string { return t.Cluster + "-iam-service-role" }
 
 // settings are what Configure reads.
 type settings struct {
@@ -77,15 +97,18 @@ func parseSettings(cfg sdk.Config) (settings, error) {
 	if !ok || region == "" {
 		return settings{}, fmt.Errorf("%w: environments.%s.mgmt-cluster %q must be <region>%s: the aws provider reads the management region from it", sdk.ErrInvalidArgument, cfg.Environment, e.MgmtCluster, mgmtSuffix)
 	}
+	key := "environments." + cfg.Environment + ".teardown."
 	s.targets = append(s.targets, Target{
-		Cluster: e.MgmtCluster, Region: region, EKSCluster: e.Teardown.MgmtEKSClusterName,
+		Cluster: e.MgmtCluster, Region: region, EKSCluster: e.Teardown.MgmtEKSClusterName, EKSKey: key + "mgmt-eks-cluster-name",
 		IAMRolePrefix: e.Teardown.MgmtIAMRolePrefix, Management: true,
 	})
 	for i, w := range e.Teardown.AWSWorkloads {
 		if w.Region == "" || w.ClusterName == "" {
 			return settings{}, fmt.Errorf("%w: environments.%s.teardown.aws-workloads[%d] needs region and cluster-name", sdk.ErrInvalidArgument, cfg.Environment, i)
 		}
-		s.targets = append(s.targets, Target{Cluster: w.ClusterName, Region: w.Region, EKSCluster: w.EKSClusterName, RDSInstance: w.RDSInstance})
+		wk := fmt.Sprintf("%saws-workloads[%d].", key, i)
+		s.targets = append(s.targets, Target{Cluster: w.ClusterName, Region: w.Region,
+			EKSCluster: w.EKSClusterName, EKSKey: wk + "eks-cluster-name", RDSInstance: w.RDSInstance, RDSKey: wk + "rds-instance"})
 	}
 	return s, nil
 }
@@ -138,5 +161,31 @@ func sortedUnique(in []string) []string {
 
 // OwnerTag is the tag CAPA puts on everything it creates for a cluster.
 func OwnerTag(cluster string) string {
-	return "sigs.k8s.io/cluster-api-provider-aws/cluster/" + cluster
+	return ownerTagPrefix + cluster
+}
+
+// Ownership tag keys: CAPA's own, and the cloud-provider key CAPA puts on
+// the IAM roles it creates for EKS control planes and node groups. Either,
+// with the value "owned", names the cluster that owns a resource.
+const (
+	ownerTagPrefix      = "sigs.k8s.io/cluster-api-provider-aws/cluster/"
+	cloudOwnerTagPrefix = "kubernetes.io/cluster/"
+	ownedValue          = "owned"
+)
+
+// owners returns the clusters a resource's tags say own it, with the tag
+// that says so.
+func owners(tags map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range tags {
+		if v != ownedValue {
+			continue
+		}
+		for _, prefix := range []string{ownerTagPrefix, cloudOwnerTagPrefix} {
+			if c, ok := strings.CutPrefix(k, prefix); ok && c != "" {
+				out[c] = k + "=" + v
+			}
+		}
+	}
+	return out
 }

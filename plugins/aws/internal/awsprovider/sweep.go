@@ -26,7 +26,8 @@ const perRegionConcurrency = 8
 type outcome int
 
 const (
-	outDeleted  outcome = iota // gone (or already gone)
+	outDeleted  outcome = iota // this call deleted it
+	outGone                    // not found: removed by this run's earlier call, or by someone else
 	outDeleting                // accepted, finishing asynchronously: poll again
 	outRetry                   // blocked by a dependency or a transient state
 	outFailed                  // will not succeed by waiting
@@ -43,6 +44,7 @@ type node struct {
 	state    sdk.SweepState
 	attempts int
 	started  bool // an asynchronous deletion was accepted
+	retried  bool // the last attempt was refused for now (dependency, transient state)
 	reason   string
 }
 
@@ -81,7 +83,15 @@ func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sd
 	for key, n := range nodes {
 		byID[n.r.ID] = key
 	}
-	plan := topoOrder(nodes, order, byID)
+	// A dependency is an id, or kind/id where the id alone is ambiguous.
+	resolve := func(dep string) (string, bool) {
+		if _, ok := nodes[dep]; ok {
+			return dep, true
+		}
+		k, ok := byID[dep]
+		return k, ok
+	}
+	plan := topoOrder(nodes, order, resolve)
 	for i, key := range plan {
 		n := nodes[key]
 		msg := fmt.Sprintf("step %d of %d", i+1, len(plan))
@@ -109,6 +119,7 @@ func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sd
 	// while the stream is still open.
 	deadline, hasDeadline := ctx.Deadline()
 	timedOut := false
+	poll := newPoller(p.o.FirstPoll, p.o.PollInterval)
 	for idle := 0; idle < maxIdle; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -117,11 +128,11 @@ func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sd
 			timedOut = true
 			break
 		}
-		ready := p.unblocked(nodes, plan, byID)
+		ready := p.unblocked(nodes, plan, resolve)
 		if len(ready) == 0 && !anyOpen(nodes) {
 			break
 		}
-		progress, err := p.pass(ctx, nodes, ready, send)
+		progress, started, err := p.pass(ctx, nodes, ready, send)
 		if err != nil {
 			return err
 		}
@@ -130,12 +141,16 @@ func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sd
 		} else {
 			idle++
 		}
-		if anyOpen(nodes) && p.o.PollInterval > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(p.o.PollInterval):
-			}
+		if !anyWaiting(nodes) {
+			continue // what is left is ready now: no reason to wait
+		}
+		if started {
+			poll.reset() // a deletion was just accepted: look again soon
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll.next()):
 		}
 	}
 	for _, key := range plan {
@@ -192,7 +207,7 @@ func (p *Provider) inventory(ctx context.Context) (map[string]sdk.Resource, erro
 
 // topoOrder lists keys so that every resource comes after what it depends
 // on; ties keep discovery order.
-func topoOrder(nodes map[string]*node, order []string, byID map[string]string) []string {
+func topoOrder(nodes map[string]*node, order []string, resolve func(string) (string, bool)) []string {
 	done := map[string]bool{}
 	var out []string
 	var visit func(key string, stack map[string]bool)
@@ -202,7 +217,7 @@ func topoOrder(nodes map[string]*node, order []string, byID map[string]string) [
 		}
 		stack[key] = true
 		for _, dep := range nodes[key].r.DependsOn {
-			if k, ok := byID[dep]; ok {
+			if k, ok := resolve(dep); ok {
 				visit(k, stack)
 			}
 		}
@@ -225,9 +240,43 @@ func anyOpen(nodes map[string]*node) bool {
 	return false
 }
 
+// anyWaiting says the next pass needs time to pass first: a deletion is
+// finishing, or a resource was refused for a dependency or a transient
+// state that only time clears.
+func anyWaiting(nodes map[string]*node) bool {
+	for _, n := range nodes {
+		if n.state != sdk.SweepDeleted && n.state != sdk.SweepFailed && (n.started || n.retried) {
+			return true
+		}
+	}
+	return false
+}
+
+// poller spaces sweep passes: soon after a deletion was accepted (many
+// finish within seconds), then doubling up to the ceiling, so a fast API
+// is not held up by fixed pauses and a slow one is not polled needlessly.
+type poller struct {
+	first, ceiling, cur time.Duration
+}
+
+func newPoller(first, ceiling time.Duration) *poller {
+	if first <= 0 || first > ceiling {
+		first = ceiling
+	}
+	return &poller{first: first, ceiling: ceiling, cur: first}
+}
+
+func (p *poller) reset() { p.cur = p.first }
+
+func (p *poller) next() time.Duration {
+	d := p.cur
+	p.cur = min(2*p.cur, p.ceiling)
+	return d
+}
+
 // unblocked returns nodes not finished whose in-scope dependencies are
 // deleted, plus asynchronous deletions to poll.
-func (p *Provider) unblocked(nodes map[string]*node, plan []string, byID map[string]string) []*node {
+func (p *Provider) unblocked(nodes map[string]*node, plan []string, resolve func(string) (string, bool)) []*node {
 	var out []*node
 	for _, key := range plan {
 		n := nodes[key]
@@ -236,7 +285,7 @@ func (p *Provider) unblocked(nodes map[string]*node, plan []string, byID map[str
 		}
 		blocked := false
 		for _, dep := range n.r.DependsOn {
-			if k, ok := byID[dep]; ok && nodes[k].state != sdk.SweepDeleted {
+			if k, ok := resolve(dep); ok && nodes[k].state != sdk.SweepDeleted {
 				blocked = true
 				if nodes[k].state == sdk.SweepFailed {
 					n.reason = "its dependency " + dep + " could not be deleted"
@@ -253,8 +302,10 @@ func (p *Provider) unblocked(nodes map[string]*node, plan []string, byID map[str
 	return out
 }
 
-// pass attempts every ready node, in parallel with a bound per region.
-func (p *Provider) pass(ctx context.Context, nodes map[string]*node, ready []*node, send func(sdk.SweepEvent) error) (bool, error) {
+// pass attempts every ready node, in parallel with a bound per region. It
+// reports whether the sweep progressed and whether an asynchronous
+// deletion was newly accepted.
+func (p *Provider) pass(ctx context.Context, nodes map[string]*node, ready []*node, send func(sdk.SweepEvent) error) (progress, started bool, err error) {
 	sems := map[string]chan struct{}{}
 	for _, n := range ready {
 		if sems[n.r.Region] == nil {
@@ -266,10 +317,9 @@ func (p *Provider) pass(ctx context.Context, nodes map[string]*node, ready []*no
 		}
 	}
 	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		progress bool
-		sendErr  error
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		sendErr error
 	)
 	report := func(ev sdk.SweepEvent) {
 		if err := send(ev); err != nil {
@@ -278,9 +328,17 @@ func (p *Provider) pass(ctx context.Context, nodes map[string]*node, ready []*no
 			mu.Unlock()
 		}
 	}
+	attempt := func(n *node) {
+		wasStarted := n.started
+		moved := p.attemptNode(ctx, n, report)
+		mu.Lock()
+		progress = progress || moved
+		started = started || (n.started && !wasStarted)
+		mu.Unlock()
+	}
 	for _, n := range ready {
 		if p.o.Sequential {
-			progress = p.attemptNode(ctx, n, report) || progress
+			attempt(n)
 			continue
 		}
 		sem := sems[n.r.Region]
@@ -289,15 +347,11 @@ func (p *Provider) pass(ctx context.Context, nodes map[string]*node, ready []*no
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if p.attemptNode(ctx, n, report) {
-				mu.Lock()
-				progress = true
-				mu.Unlock()
-			}
+			attempt(n)
 		}()
 	}
 	wg.Wait()
-	return progress, sendErr
+	return progress, started, sendErr
 }
 
 // attemptNode runs one deletion step for n and reports whether the sweep
@@ -310,10 +364,20 @@ func (p *Provider) attemptNode(ctx context.Context, n *node, report func(sdk.Swe
 	a := p.deleteOne(ctx, n.r, n.started, n.attempts, func(msg string) {
 		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleting, Message: msg, Attempt: n.attempts})
 	})
+	n.retried = a.out == outRetry
 	switch a.out {
 	case outDeleted:
 		n.state = sdk.SweepDeleted
 		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleted, Message: a.msg, Attempt: n.attempts})
+		return true
+	case outGone:
+		// Only what this run did not delete is "already gone".
+		msg := "already gone: removed by someone else since discovery"
+		if n.started {
+			msg = "deletion finished"
+		}
+		n.state = sdk.SweepDeleted
+		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleted, Message: msg, Attempt: n.attempts})
 		return true
 	case outDeleting:
 		n.started, n.reason = true, a.msg

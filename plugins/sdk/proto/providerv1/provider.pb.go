@@ -1107,7 +1107,9 @@ type Resource struct {
 	Tags      map[string]string      `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// evidence says why the resource belongs to krops (a tag, a name rule).
 	Evidence []string `protobuf:"bytes,7,rep,name=evidence,proto3" json:"evidence,omitempty"`
-	// depends_on lists ids of resources that must go before this one.
+	// depends_on lists ids of resources that must go before this one; an
+	// entry may be written kind/id where an id alone is ambiguous (an IAM
+	// role and its instance profile often share a name).
 	DependsOn     []string `protobuf:"bytes,8,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1356,6 +1358,7 @@ type DiscoverEvent struct {
 	//	*DiscoverEvent_Resource
 	//	*DiscoverEvent_Error
 	//	*DiscoverEvent_Scope
+	//	*DiscoverEvent_Suspect
 	Event         isDiscoverEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1425,6 +1428,15 @@ func (x *DiscoverEvent) GetScope() *Scope {
 	return nil
 }
 
+func (x *DiscoverEvent) GetSuspect() *Resource {
+	if x != nil {
+		if x, ok := x.Event.(*DiscoverEvent_Suspect); ok {
+			return x.Suspect
+		}
+	}
+	return nil
+}
+
 type isDiscoverEvent_Event interface {
 	isDiscoverEvent_Event()
 }
@@ -1443,11 +1455,21 @@ type DiscoverEvent_Scope struct {
 	Scope *Scope `protobuf:"bytes,3,opt,name=scope,proto3,oneof"`
 }
 
+type DiscoverEvent_Suspect struct {
+	// suspect is a resource that looks like the environment's (its name
+	// begins like one of ours) but carries no evidence that it is: reported
+	// for a person to review, never part of a sweep's scope. Its evidence
+	// field says why it is suspect and why it is not ours.
+	Suspect *Resource `protobuf:"bytes,4,opt,name=suspect,proto3,oneof"`
+}
+
 func (*DiscoverEvent_Resource) isDiscoverEvent_Event() {}
 
 func (*DiscoverEvent_Error) isDiscoverEvent_Event() {}
 
 func (*DiscoverEvent_Scope) isDiscoverEvent_Event() {}
+
+func (*DiscoverEvent_Suspect) isDiscoverEvent_Event() {}
 
 type SweepRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1664,11 +1686,12 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\x0fDiscoverRequest\";\n" +
 	"\x05Scope\x12\x18\n" +
 	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x18\n" +
-	"\aregions\x18\x02 \x03(\tR\aregions\"\xbc\x01\n" +
+	"\aregions\x18\x02 \x03(\tR\aregions\"\xf5\x01\n" +
 	"\rDiscoverEvent\x129\n" +
 	"\bresource\x18\x01 \x01(\v2\x1b.krops.provider.v1.ResourceH\x00R\bresource\x125\n" +
 	"\x05error\x18\x02 \x01(\v2\x1d.krops.provider.v1.QueryErrorH\x00R\x05error\x120\n" +
-	"\x05scope\x18\x03 \x01(\v2\x18.krops.provider.v1.ScopeH\x00R\x05scopeB\a\n" +
+	"\x05scope\x18\x03 \x01(\v2\x18.krops.provider.v1.ScopeH\x00R\x05scope\x127\n" +
+	"\asuspect\x18\x04 \x01(\v2\x1b.krops.provider.v1.ResourceH\x00R\asuspectB\a\n" +
 	"\x05event\"\x82\x01\n" +
 	"\fSweepRequest\x12\x17\n" +
 	"\adry_run\x18\x01 \x01(\bR\x06dryRun\x121\n" +
@@ -1779,32 +1802,33 @@ var file_krops_provider_v1_provider_proto_depIdxs = []int32{
 	19, // 8: krops.provider.v1.DiscoverEvent.resource:type_name -> krops.provider.v1.Resource
 	20, // 9: krops.provider.v1.DiscoverEvent.error:type_name -> krops.provider.v1.QueryError
 	22, // 10: krops.provider.v1.DiscoverEvent.scope:type_name -> krops.provider.v1.Scope
-	19, // 11: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
-	19, // 12: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
-	3,  // 13: krops.provider.v1.SweepEvent.state:type_name -> krops.provider.v1.SweepState
-	4,  // 14: krops.provider.v1.Provider.Describe:input_type -> krops.provider.v1.DescribeRequest
-	6,  // 15: krops.provider.v1.Provider.Configure:input_type -> krops.provider.v1.ConfigureRequest
-	8,  // 16: krops.provider.v1.Provider.Preflight:input_type -> krops.provider.v1.PreflightRequest
-	11, // 17: krops.provider.v1.Provider.KindConfig:input_type -> krops.provider.v1.KindConfigRequest
-	13, // 18: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
-	15, // 19: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
-	17, // 20: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
-	21, // 21: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
-	24, // 22: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
-	5,  // 23: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
-	7,  // 24: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
-	10, // 25: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
-	12, // 26: krops.provider.v1.Provider.KindConfig:output_type -> krops.provider.v1.KindConfigResponse
-	14, // 27: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
-	16, // 28: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
-	18, // 29: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
-	23, // 30: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
-	25, // 31: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
-	23, // [23:32] is the sub-list for method output_type
-	14, // [14:23] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	19, // 11: krops.provider.v1.DiscoverEvent.suspect:type_name -> krops.provider.v1.Resource
+	19, // 12: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
+	19, // 13: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
+	3,  // 14: krops.provider.v1.SweepEvent.state:type_name -> krops.provider.v1.SweepState
+	4,  // 15: krops.provider.v1.Provider.Describe:input_type -> krops.provider.v1.DescribeRequest
+	6,  // 16: krops.provider.v1.Provider.Configure:input_type -> krops.provider.v1.ConfigureRequest
+	8,  // 17: krops.provider.v1.Provider.Preflight:input_type -> krops.provider.v1.PreflightRequest
+	11, // 18: krops.provider.v1.Provider.KindConfig:input_type -> krops.provider.v1.KindConfigRequest
+	13, // 19: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
+	15, // 20: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
+	17, // 21: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
+	21, // 22: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
+	24, // 23: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
+	5,  // 24: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
+	7,  // 25: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
+	10, // 26: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
+	12, // 27: krops.provider.v1.Provider.KindConfig:output_type -> krops.provider.v1.KindConfigResponse
+	14, // 28: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
+	16, // 29: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
+	18, // 30: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
+	23, // 31: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
+	25, // 32: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
+	24, // [24:33] is the sub-list for method output_type
+	15, // [15:24] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_krops_provider_v1_provider_proto_init() }
@@ -1816,6 +1840,7 @@ func file_krops_provider_v1_provider_proto_init() {
 		(*DiscoverEvent_Resource)(nil),
 		(*DiscoverEvent_Error)(nil),
 		(*DiscoverEvent_Scope)(nil),
+		(*DiscoverEvent_Suspect)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

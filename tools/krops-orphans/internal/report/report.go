@@ -37,7 +37,10 @@ type Report struct {
 	OrphanCount int       `json:"orphan_count"`
 	RecentCount int       `json:"recent_count"`
 	Findings    []Finding `json:"findings"`
-	Errors      []Error   `json:"errors"`
+	// Suspects look like the environment's but carry no evidence that they
+	// are; no sweep touches them. Each one's evidence says why.
+	Suspects []Finding `json:"suspects"`
+	Errors   []Error   `json:"errors"`
 	// Remediation is the command that sweeps this environment.
 	Remediation string `json:"remediation"`
 }
@@ -85,7 +88,7 @@ func NewBuilder(o Options) *Builder {
 	return &Builder{o: o, r: Report{
 		Schema: Schema, Environment: o.Environment, ScannedAt: o.Now.UTC().Truncate(time.Second),
 		MinAgeHours: o.MinAgeHours, SinceRun: o.SinceRun, Remediation: o.Remediation,
-		Findings: []Finding{}, Errors: []Error{},
+		Findings: []Finding{}, Suspects: []Finding{}, Errors: []Error{},
 	}}
 }
 
@@ -96,6 +99,10 @@ func (b *Builder) Add(e sdk.DiscoverEvent) {
 		b.r.AccountID = e.Scope.Account
 	case e.Error != nil:
 		b.r.Errors = append(b.r.Errors, Error{Kind: e.Error.Kind, Region: e.Error.Region, Message: e.Error.Message})
+	case e.Suspect != nil:
+		f := b.finding(*e.Suspect)
+		f.IsOrphan = false
+		b.r.Suspects = append(b.r.Suspects, f)
 	case e.Resource != nil:
 		f := b.finding(*e.Resource)
 		if b.o.SinceRun != "" && f.RunID != b.o.SinceRun {
@@ -131,16 +138,8 @@ func (b *Builder) finding(r sdk.Resource) Finding {
 // Report finishes the report: findings sorted by kind, region and id.
 func (b *Builder) Report() Report {
 	r := b.r
-	sort.SliceStable(r.Findings, func(i, j int) bool {
-		a, c := r.Findings[i], r.Findings[j]
-		if a.Kind != c.Kind {
-			return a.Kind < c.Kind
-		}
-		if a.Region != c.Region {
-			return a.Region < c.Region
-		}
-		return a.ID < c.ID
-	})
+	sortFindings(r.Findings)
+	sortFindings(r.Suspects)
 	sort.SliceStable(r.Errors, func(i, j int) bool {
 		return r.Errors[i].Kind+r.Errors[i].Region < r.Errors[j].Kind+r.Errors[j].Region
 	})
@@ -153,6 +152,19 @@ func (b *Builder) Report() Report {
 		}
 	}
 	return r
+}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, c := fs[i], fs[j]
+		if a.Kind != c.Kind {
+			return a.Kind < c.Kind
+		}
+		if a.Region != c.Region {
+			return a.Region < c.Region
+		}
+		return a.ID < c.ID
+	})
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -176,7 +188,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	if r.SinceRun != "" {
 		fmt.Fprintf(&b, "- Run: %s\n", r.SinceRun)
 	}
-	fmt.Fprintf(&b, "- Orphans: %d, recent: %d, failed queries: %d\n\n", r.OrphanCount, r.RecentCount, len(r.Errors))
+	fmt.Fprintf(&b, "- Orphans: %d, recent: %d, suspects: %d, failed queries: %d\n\n", r.OrphanCount, r.RecentCount, len(r.Suspects), len(r.Errors))
 	if len(r.Findings) == 0 {
 		b.WriteString("No krops resources found.\n\n")
 	} else {
@@ -204,6 +216,15 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	if len(r.Suspects) > 0 {
+		b.WriteString("## Suspects: not ours by evidence\n\n")
+		b.WriteString("These look like the environment's, but nothing proves they are. No sweep touches them; check each one by hand.\n\n")
+		b.WriteString("| Kind | Region | ID | Why suspect |\n|---|---|---|---|\n")
+		for _, f := range r.Suspects {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(f.Kind), cell(f.Region), cell(f.ID), cell(strings.Join(f.Evidence, "; ")))
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("## Errors\n\n")
 	if len(r.Errors) == 0 {
 		b.WriteString("None: every query succeeded.\n\n")
@@ -215,6 +236,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Remediation\n\n")
+	if len(r.Errors) > 0 {
+		b.WriteString("Fix the failed queries first: until every query succeeds the scope is unknown, and the sweep stops before deleting anything.\n\n")
+	}
 	if r.OrphanCount == 0 {
 		b.WriteString("Nothing to do.\n")
 	} else {

@@ -39,9 +39,9 @@ type Options struct {
 	Verbose        bool
 }
 
-// ErrQueriesFailed means the report was produced but some queries failed
-// (exit code 1: the report is incomplete).
-var ErrQueriesFailed = errors.New("some discovery queries failed; the report lists them")
+// ErrQueriesFailed means the report was produced but some queries failed:
+// what they cover is unknown (exit 3).
+var ErrQueriesFailed = errors.New("some discovery queries failed, so the report is incomplete: what they cover is unknown, not absent (the report lists them)")
 
 // Run scans and writes the report.
 func Run(ctx context.Context, o Options) (report.Report, error) {
@@ -61,11 +61,24 @@ func Run(ctx context.Context, o Options) (report.Report, error) {
 		Environment: o.Environment.Name, Now: o.Now, MinAgeHours: o.Knobs.OrphanMinAgeHours, SinceRun: o.SinceRun,
 		Remediation: "krops-sweep cloud " + o.Environment.Name,
 	})
-	streamErr := c.Discover(ctx, func(e sdk.DiscoverEvent) error { b.Add(e); return nil })
-	if streamErr != nil {
-		if ctx.Err() != nil {
-			return report.Report{}, ctx.Err()
-		}
+	scoped := false
+	streamErr := c.Discover(ctx, func(e sdk.DiscoverEvent) error {
+		scoped = scoped || e.Scope != nil
+		b.Add(e)
+		return nil
+	})
+	switch {
+	case streamErr == nil:
+	case ctx.Err() != nil:
+		return report.Report{}, ctx.Err()
+	case errors.Is(streamErr, sdk.ErrRefused):
+		// Nothing was read: no report, and no sweep to suggest.
+		return report.Report{}, cli.UsageError(streamErr)
+	case !scoped:
+		// The account itself could not be read: a report would claim an
+		// empty account it never saw.
+		return report.Report{}, cli.UnknownStateError(fmt.Errorf("nothing could be read, so there is no report: %w", streamErr))
+	default:
 		b.Add(sdk.DiscoverEvent{Error: &sdk.QueryError{Kind: "discover", Message: streamErr.Error()}})
 	}
 	r := b.Report()
@@ -73,7 +86,7 @@ func Run(ctx context.Context, o Options) (report.Report, error) {
 		return r, err
 	}
 	if len(r.Errors) > 0 {
-		return r, ErrQueriesFailed
+		return r, cli.UnknownStateError(ErrQueriesFailed)
 	}
 	return r, nil
 }

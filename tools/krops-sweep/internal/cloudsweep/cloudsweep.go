@@ -62,41 +62,19 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			return Summary{}, cli.Usagef("provider %s does not allow a cloud-only sweep of environment %s", c.Name, o.Environment.Name)
 		}
 	}
-	if d.Has(sdk.CapPreflight) {
-		checks, err := c.Preflight(ctx)
-		if err != nil {
-			return Summary{}, fmt.Errorf("preflight: %w", err)
-		}
-		for _, ch := range checks {
-			mark := "✔"
-			if !ch.OK {
-				mark = "!"
-			}
-			fmt.Fprintf(out, "%s %s: %s\n", mark, ch.Name, ch.Message)
-		}
-	}
-	var scope []sdk.Resource
-	var failures []string
-	account := ""
-	err = c.Discover(ctx, func(e sdk.DiscoverEvent) error {
-		switch {
-		case e.Scope != nil:
-			account = e.Scope.Account
-		case e.Resource != nil:
-			scope = append(scope, *e.Resource)
-		case e.Error != nil:
-			failures = append(failures, fmt.Sprintf("%s in %s: %s", e.Error.Kind, orAll(e.Error.Region), e.Error.Message))
-		}
-		return nil
-	})
+	// No bootstrap preflight here: quotas and the like mean nothing to a
+	// teardown. Discover checks what a sweep needs (credentials, and the
+	// account against the allow-list) before it lists anything.
+	inv, err := discover(ctx, c)
 	if err != nil {
-		return Summary{}, unknown(err)
+		return Summary{}, err
 	}
-	if len(failures) > 0 {
-		sort.Strings(failures)
-		return Summary{}, cli.UnknownStateError(fmt.Errorf("discovery failed, so the scope is unknown and nothing was deleted:\n  %s", strings.Join(failures, "\n  ")))
+	scope := inv.scope
+	fmt.Fprintf(out, "✔ account %s, regions %s\n", inv.account, strings.Join(inv.regions, ", "))
+	for _, sus := range inv.suspects {
+		fmt.Fprintf(out, "- not touched (suspect, not ours by evidence): %s\n", describe(sus))
 	}
-	fmt.Fprintf(out, "• %s: %d resources in account %s\n", o.Environment.Name, len(scope), account)
+	fmt.Fprintf(out, "• %s: %d resources in scope\n", o.Environment.Name, len(scope))
 	if len(scope) == 0 {
 		fmt.Fprintln(out, "✔ nothing to sweep")
 		return Summary{Left: map[string]string{}}, nil
@@ -106,8 +84,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	s := Summary{Left: map[string]string{}}
 	step := 0
+	// inFlight holds what the provider started deleting and has not
+	// reported finished: after an interrupt it is neither deleted nor left.
+	inFlight := map[string]bool{}
 	err = c.Sweep(ctx, sdk.SweepRequest{DryRun: o.DryRun, Scope: scope, MaxIdlePasses: o.MaxIdlePasses}, func(e sdk.SweepEvent) error {
-		name := fmt.Sprintf("%s %s (%s)", e.Resource.Kind, e.Resource.ID, orAll(e.Resource.Region))
+		name := label(e.Resource)
 		switch e.State {
 		case sdk.SweepPlanned:
 			s.Planned++
@@ -116,6 +97,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 				fmt.Fprintf(out, "  %3d. %s\n", step, name)
 			}
 		case sdk.SweepDeleting:
+			inFlight[name] = true
 			if e.Message != "" {
 				fmt.Fprintf(out, "• deleting %s: %s\n", name, e.Message)
 			} else {
@@ -126,6 +108,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		case sdk.SweepDeleted:
 			s.Deleted++
 			delete(s.Left, name)
+			delete(inFlight, name)
 			msg := ""
 			if e.Message != "" {
 				msg = " (" + e.Message + ")"
@@ -135,17 +118,26 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			s.Skipped++
 			fmt.Fprintf(out, "- skipped %s: %s\n", name, e.Message)
 		case sdk.SweepFailed:
+			delete(inFlight, name)
 			s.Left[name] = e.Message
 			fmt.Fprintf(out, "✗ %s: %s\n", name, e.Message)
 		}
 		return nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return s, interrupted(out, s, inFlight, o.Environment.Name)
+		}
 		return s, unknown(err)
 	}
 	if o.DryRun {
 		fmt.Fprintf(out, "✔ dry run: %d resources would be deleted; nothing was changed\n", s.Planned)
 		return s, nil
+	}
+	// A NotFound counted as deleted, and a deletion reported finished, are
+	// checked once more by a fresh discovery: the account is what counts.
+	if err := verify(ctx, c, scope, s); err != nil {
+		return s, err
 	}
 	fmt.Fprintf(out, "Summary: %d deleted, %d skipped, %d left\n", s.Deleted, s.Skipped, len(s.Left))
 	if len(s.Left) > 0 {
@@ -163,10 +155,105 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 }
 
 func unknown(err error) error {
-	if errors.Is(err, sdk.ErrUnknownState) {
+	switch {
+	case errors.Is(err, sdk.ErrRefused):
+		return cli.UsageError(err)
+	case errors.Is(err, sdk.ErrUnknownState):
 		return cli.UnknownStateError(err)
 	}
 	return err
+}
+
+// inventory is one discovery's result.
+type inventory struct {
+	account  string
+	regions  []string
+	scope    []sdk.Resource
+	suspects []sdk.Resource
+}
+
+// discover reads the environment's inventory. Anything short of a complete
+// read is an unknown state (exit 3, nothing deleted); a refused account is
+// a configuration error (exit 2).
+func discover(ctx context.Context, c *sdk.Client) (inventory, error) {
+	var inv inventory
+	var failures []string
+	err := c.Discover(ctx, func(e sdk.DiscoverEvent) error {
+		switch {
+		case e.Scope != nil:
+			inv.account, inv.regions = e.Scope.Account, e.Scope.Regions
+		case e.Resource != nil:
+			inv.scope = append(inv.scope, *e.Resource)
+		case e.Suspect != nil:
+			inv.suspects = append(inv.suspects, *e.Suspect)
+		case e.Error != nil:
+			failures = append(failures, fmt.Sprintf("%s in %s: %s", e.Error.Kind, orAll(e.Error.Region), e.Error.Message))
+		}
+		return nil
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return inv, err
+	case errors.Is(err, sdk.ErrRefused):
+		return inv, cli.UsageError(err)
+	case err != nil:
+		return inv, cli.UnknownStateError(fmt.Errorf("reading the environment's resources failed, so nothing was deleted: %w", err))
+	case len(failures) > 0:
+		sort.Strings(failures)
+		return inv, cli.UnknownStateError(fmt.Errorf("discovery failed, so the scope is unknown and nothing was deleted:\n  %s", strings.Join(failures, "\n  ")))
+	}
+	return inv, nil
+}
+
+// verify re-discovers after a sweep and moves anything of the scope that is
+// still there into s.Left.
+func verify(ctx context.Context, c *sdk.Client, scope []sdk.Resource, s Summary) error {
+	after, err := discover(ctx, c)
+	if err != nil {
+		return fmt.Errorf("the sweep ended, but checking what is left failed (run krops-orphans to see): %w", err)
+	}
+	want := map[string]bool{}
+	for _, r := range scope {
+		want[r.Kind+"/"+r.ID] = true
+	}
+	for _, r := range after.scope {
+		name := label(r)
+		if _, known := s.Left[name]; known {
+			continue
+		}
+		if want[r.Kind+"/"+r.ID] {
+			s.Left[name] = "still there after the sweep (reported deleted or skipped); rerun"
+		} else {
+			s.Left[name] = "appeared during the sweep; rerun"
+		}
+	}
+	return nil
+}
+
+// interrupted reports an interrupted sweep: what was deleted, and what was
+// in flight and is not known to be gone.
+func interrupted(out io.Writer, s Summary, inFlight map[string]bool, env string) error {
+	fmt.Fprintf(out, "Interrupted: %d deleted, %d in flight (deletion started, not confirmed), %d left\n", s.Deleted, len(inFlight), len(s.Left))
+	var names []string
+	for n := range inFlight {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(out, "  in flight: %s\n", n)
+	}
+	return fmt.Errorf("interrupted before the sweep finished; rerun `krops-sweep cloud %s` to finish it", env)
+}
+
+// label names a resource in output and in Summary.Left.
+func label(r sdk.Resource) string { return fmt.Sprintf("%s %s (%s)", r.Kind, r.ID, orAll(r.Region)) }
+
+// describe is label with the resource's evidence.
+func describe(r sdk.Resource) string {
+	if len(r.Evidence) > 0 {
+		return label(r) + ": " + strings.Join(r.Evidence, "; ")
+	}
+	return label(r)
 }
 
 func orAll(region string) string {
