@@ -69,7 +69,7 @@ func TestAWSReportAgainstMotoIsReadOnly(t *testing.T) {
 	// VPC-side ones (no creation time in EC2) stay orphans.
 	soon := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
 	out, _, code = f.run(t, env, "aws", "--now", soon, "--output", "json")
-	if code != 0 || !strings.Contains(out, `"recent_count": 22`) {
+	if code != 0 || !strings.Contains(out, `"recent_count": 32`) {
 		t.Errorf("an hour later, timed resources are recent:\n%s", out)
 	}
 }
@@ -78,10 +78,44 @@ func TestAWSReportWithAFailingResourceType(t *testing.T) {
 	f, proxy, env := awsFixture(t)
 	proxy.Add(testenv.Rule{Action: "DescribeDBInstances", Status: 403, Code: "AccessDenied"})
 	out, _, code := f.run(t, env, "aws")
-	if code != 1 {
-		t.Errorf("exit %d, want 1", code)
+	if code != 3 {
+		t.Errorf("exit %d, want 3: the report is incomplete", code)
 	}
 	if !strings.Contains(out, "- rds-instance in eu-north-1: ") || !strings.Contains(out, "- rds-instance in eu-west-1: ") || !strings.Contains(out, "| eks-cluster |") {
 		t.Errorf("the failing type must be listed under Errors and the rest reported:\n%s", out)
+	}
+}
+
+// Exit codes by the contract, through the real binary: a refused account
+// is a configuration error (2) with no report and no sweep suggested; an
+// account that cannot be read is an unknown state (3), with no report that
+// would claim an empty account.
+func TestAWSReportExitCodes(t *testing.T) {
+	f, proxy, env := awsFixture(t)
+	refused := strings.Replace(awstest.BootstrapTOML, "provider = \"aws\"\n", "provider = \"aws\"\nallowed-accounts = [\"999999999999\"]\n", 1)
+	if err := os.WriteFile(filepath.Join(f.dir, "refused.toml"), []byte(refused), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Add(testenv.Rule{Path: "^/deny", Status: 403, Code: "InvalidClientTokenId"})
+	cases := []struct {
+		name string
+		env  []string
+		code int
+		want string
+	}{
+		{"account outside allowed-accounts", []string{"BOOTSTRAP_CONFIG=refused.toml"}, 2, "AWS account 123456789012 is not in environments.aws.allowed-accounts [999999999999]"},
+		{"endpoint unreachable", []string{"AWS_ENDPOINT_URL=http://127.0.0.1:1"}, 3, "nothing could be read, so there is no report"},
+		{"credentials refused", []string{"AWS_ENDPOINT_URL=" + proxy.URL + "/deny"}, 3, "could not read the AWS account"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := f.run(t, append(append([]string{}, env...), tc.env...), "aws")
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.want)
+			}
+			if strings.Contains(out, "Orphans:") || strings.Contains(out, "krops-sweep") {
+				t.Errorf("a report was printed for an account that was not read:\n%s", out)
+			}
+		})
 	}
 }

@@ -173,11 +173,11 @@ func TestSinceRunAndExpiry(t *testing.T) {
 	}
 }
 
-func TestFailedQueryIsReportedWithExitCode1(t *testing.T) {
+func TestFailedQueryIsReportedWithExitCode3(t *testing.T) {
 	f := setup(t, strings.Replace(cloud, `"resources"`, `"failing_kinds": ["bucket"], "resources"`, 1))
-	out, _, code := f.run(t, nil, "--now", "2026-11-30T12:00:00Z")
-	if code != 1 {
-		t.Errorf("exit %d, want 1 when a query failed", code)
+	out, errOut, code := f.run(t, nil, "--now", "2026-11-30T12:00:00Z")
+	if code != 3 || !strings.Contains(errOut, "report is incomplete") {
+		t.Errorf("exit %d (%s), want 3 when a query failed: what it covers is unknown", code, errOut)
 	}
 	if !strings.Contains(out, "- bucket in all regions: listing bucket failed") || !strings.Contains(out, "vpc-old") || strings.Contains(out, "bucket-down") {
 		t.Errorf("the report must list the error and everything else:\n%s", out)
