@@ -1,0 +1,281 @@
+// Package bootcluster creates, reuses, checks and deletes the kind cluster
+// that bootstraps an environment. The kind library, the container engine
+// and the environment's provider sit behind small interfaces: the decisions
+// (reuse, drift, recreate, health, kubeconfig, the toolbox network, hooks)
+// are made here.
+package bootcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+
+	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-kind/internal/kindcfg"
+	"github.com/kropsdev/krops/tools/krops-kind/internal/kubecfg"
+)
+
+// Kind is what krops needs of sigs.k8s.io/kind's cluster provider.
+type Kind interface {
+	List() ([]string, error)
+	// Create makes the cluster from a rendered v1alpha4 configuration and
+	// must not touch the user's kubeconfig.
+	Create(name string, config []byte) error
+	Delete(name string) error
+	// KubeConfig returns the cluster's kubeconfig; internal is the address
+	// inside the engine's kind network.
+	KubeConfig(name string, internal bool) (string, error)
+}
+
+// Network is the engine's view of the kind network, used in the toolbox.
+type Network interface {
+	// Members lists the names and ids of the containers on the network.
+	Members(ctx context.Context, network string) ([]string, error)
+	Connect(ctx context.Context, network, container string) error
+	Disconnect(ctx context.Context, network, container string) error
+}
+
+// Provider is the environment's plugin, as far as kind is concerned.
+type Provider interface {
+	// KindConfig returns containerd patches (nil when it has none).
+	KindConfig(ctx context.Context) ([]string, error)
+	// AfterKindCreate runs the provider's hook against the cluster (the
+	// kubeconfig file and context just written) and returns what it did.
+	AfterKindCreate(ctx context.Context, kubeconfig, kubeContext string) ([]string, error)
+}
+
+// KindNetwork is the engine network kind puts its nodes on.
+const KindNetwork = "kind"
+
+// DefaultHealthTimeout bounds the wait for every node to be Ready.
+const DefaultHealthTimeout = 120 * time.Second
+
+// Options describe one cluster.
+type Options struct {
+	Name        string
+	Context     string
+	Environment string
+	NodeImage   string
+	EngineSock  string
+	RunID       string
+	// Kubeconfig is the one file credentials are written to.
+	Kubeconfig string
+	// Toolbox: krops runs in a container that must join the kind network
+	// and use the cluster's internal address.
+	Toolbox bool
+	// Self is this container's name or id on the engine (the toolbox).
+	Self          string
+	HealthTimeout time.Duration
+
+	// PostCreateTask is the environment's post-kind-create-task, run as
+	// `<Mise> -E <environment> run <task>` in RepoRoot.
+	PostCreateTask string
+	Mise           string
+	RepoRoot       string
+	Env            []string
+
+	Kind     Kind
+	Network  Network
+	Provider Provider
+	Runner   proc.Runner
+	Progress *ui.Progress
+	Out      io.Writer
+}
+
+// ErrUnhealthy means an existing cluster is not usable as it is.
+var ErrUnhealthy = errors.New("the kind cluster is not healthy")
+
+// ErrDrift means an existing cluster was made for other settings.
+var ErrDrift = errors.New("the kind cluster differs from what the environment needs")
+
+// Up creates the cluster, or reuses it when it is healthy and matches, or
+// rebuilds it with recreate. Then it writes the kubeconfig and runs the
+// provider's hook and the post-create task.
+func Up(ctx context.Context, o Options, recreate bool) error {
+	var patches []string
+	if err := o.Progress.Step(ctx, "reading the provider's kind configuration", func(ctx context.Context) (err error) {
+		patches, err = o.Provider.KindConfig(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	want, raw, err := kindcfg.Render(kindcfg.Input{Name: o.Name, NodeImage: o.NodeImage, EngineSock: o.EngineSock, ContainerdPatches: patches, RunID: o.RunID})
+	if err != nil {
+		return err
+	}
+	exists, err := o.exists()
+	if err != nil {
+		return err
+	}
+	if exists && recreate {
+		if err := o.Progress.Step(ctx, "deleting kind cluster "+o.Name+" (--recreate)", func(ctx context.Context) error { return o.delete(ctx) }); err != nil {
+			return err
+		}
+		exists = false
+	}
+	if !exists {
+		if err := o.Progress.Step(ctx, "creating kind cluster "+o.Name+" ("+o.NodeImage+")", func(context.Context) error {
+			if err := o.Kind.Create(o.Name, raw); err != nil {
+				return fmt.Errorf("creating kind cluster %s: %w", o.Name, err)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if o.Toolbox {
+		if err := o.Progress.Step(ctx, "joining the "+KindNetwork+" network", func(ctx context.Context) error { return o.join(ctx) }); err != nil {
+			return err
+		}
+	}
+	kc, err := o.Kind.KubeConfig(o.Name, o.Toolbox)
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig of kind cluster %s: %w", o.Name, err)
+	}
+	cl, err := newClient([]byte(kc))
+	if err != nil {
+		return err
+	}
+	timeout := o.HealthTimeout
+	if timeout == 0 {
+		timeout = DefaultHealthTimeout
+	}
+	if err := o.Progress.Step(ctx, fmt.Sprintf("waiting for every node of %s to be Ready (up to %s)", o.Name, timeout), func(ctx context.Context) error {
+		err := waitHealthy(ctx, cl, timeout)
+		if err != nil && exists {
+			return fmt.Errorf("%w: %s exists but %v; rebuild it with `krops-kind up %s --recreate`", ErrUnhealthy, o.Name, err, o.Environment)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if exists {
+		if err := o.Progress.Step(ctx, "checking "+o.Name+" against the environment", func(ctx context.Context) error { return checkDrift(ctx, cl, want, o) }); err != nil {
+			return err
+		}
+	} else if err := recordConfig(ctx, cl, raw, o.RunID); err != nil {
+		return err
+	}
+	if err := o.Progress.Step(ctx, "writing context "+o.Context+" to "+o.Kubeconfig, func(context.Context) error {
+		return kubecfg.Merge(o.Kubeconfig, []byte(kc), o.Context)
+	}); err != nil {
+		return err
+	}
+	if err := o.Progress.Step(ctx, "running the provider's after-kind-create hook", func(ctx context.Context) error {
+		done, err := o.Provider.AfterKindCreate(ctx, o.Kubeconfig, o.Context)
+		for _, d := range done {
+			o.Progress.Infof("%s", d)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if o.PostCreateTask != "" {
+		return o.Progress.Step(ctx, "running post-kind-create-task "+o.PostCreateTask, func(ctx context.Context) error { return o.runTask(ctx) })
+	}
+	return nil
+}
+
+// Down deletes the cluster; one that does not exist is a success.
+func Down(ctx context.Context, o Options) error {
+	exists, err := o.exists()
+	if err != nil {
+		return err
+	}
+	if !exists {
+		o.Progress.Infof("kind cluster %s does not exist: nothing to delete", o.Name)
+		return kubecfg.Remove(o.Kubeconfig, o.Context)
+	}
+	if err := o.Progress.Step(ctx, "deleting kind cluster "+o.Name, func(ctx context.Context) error { return o.delete(ctx) }); err != nil {
+		return err
+	}
+	return kubecfg.Remove(o.Kubeconfig, o.Context)
+}
+
+func (o Options) exists() (bool, error) {
+	names, err := o.Kind.List()
+	if err != nil {
+		return false, fmt.Errorf("listing kind clusters: %w", err)
+	}
+	for _, n := range names {
+		if n == o.Name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// delete leaves the kind network first in the toolbox: the engine refuses
+// to remove a network a container is still on.
+func (o Options) delete(ctx context.Context) error {
+	if o.Toolbox {
+		member, err := o.member(ctx)
+		if err != nil {
+			return err
+		}
+		if member {
+			if err := o.Network.Disconnect(ctx, KindNetwork, o.Self); err != nil {
+				return fmt.Errorf("leaving the %s network: %w", KindNetwork, err)
+			}
+		}
+	}
+	if err := o.Kind.Delete(o.Name); err != nil {
+		return fmt.Errorf("deleting kind cluster %s: %w", o.Name, err)
+	}
+	return nil
+}
+
+func (o Options) member(ctx context.Context) (bool, error) {
+	if o.Self == "" {
+		return false, errors.New("in the toolbox, but this container's name is unknown (no hostname)")
+	}
+	members, err := o.Network.Members(ctx, KindNetwork)
+	if err != nil {
+		return false, fmt.Errorf("inspecting the %s network: %w", KindNetwork, err)
+	}
+	for _, m := range members {
+		// The engine names a container by id; its hostname is the short id.
+		if m == o.Self || strings.HasPrefix(m, o.Self) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (o Options) join(ctx context.Context) error {
+	member, err := o.member(ctx)
+	if err != nil || member {
+		return err
+	}
+	if err := o.Network.Connect(ctx, KindNetwork, o.Self); err != nil {
+		return fmt.Errorf("joining the %s network: %w", KindNetwork, err)
+	}
+	return nil
+}
+
+func (o Options) runTask(ctx context.Context) error {
+	mise := o.Mise
+	if mise == "" {
+		mise = "mise"
+	}
+	res, err := o.Runner.Run(ctx, proc.Cmd{Path: mise, Args: []string{"-E", o.Environment, "run", o.PostCreateTask}, Dir: o.RepoRoot, Env: o.Env})
+	if err != nil {
+		return fmt.Errorf("post-kind-create-task %s (mise -E %s run %s in %s) failed: %w\n%s", o.PostCreateTask, o.Environment, o.PostCreateTask, o.RepoRoot, err, strings.TrimSpace(string(res.Stdout)+string(res.Stderr)))
+	}
+	return nil
+}
+
+// Drift compares a recorded configuration with the wanted one.
+func Drift(recorded []byte, want *v1alpha4.Cluster) ([]string, error) {
+	have, err := kindcfg.Parse(recorded)
+	if err != nil {
+		return nil, err
+	}
+	return kindcfg.Drift(have, want), nil
+}

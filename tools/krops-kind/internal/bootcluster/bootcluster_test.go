@@ -1,0 +1,344 @@
+package bootcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/kit/ui"
+)
+
+const image = "docker.io/kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"
+
+// standInKind is a STAND-IN for sigs.k8s.io/kind, which needs a container
+// engine this machine does not have. Its "cluster" is a real kube-apiserver
+// from the harness; it records what krops asked of it.
+type standInKind struct {
+	mu       sync.Mutex
+	clusters map[string]bool
+	calls    []string
+	configs  [][]byte
+	// kubeconfig and internal are what KubeConfig returns (external and
+	// in-network addresses).
+	kubeconfig, internal string
+	createErr            error
+}
+
+func (k *standInKind) List() ([]string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for n := range k.clusters {
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (k *standInKind) Create(name string, config []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, "create "+name)
+	k.configs = append(k.configs, config)
+	if k.createErr != nil {
+		return k.createErr
+	}
+	k.clusters[name] = true
+	return nil
+}
+
+func (k *standInKind) Delete(name string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, "delete "+name)
+	delete(k.clusters, name)
+	return nil
+}
+
+func (k *standInKind) KubeConfig(name string, internal bool) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, fmt.Sprintf("kubeconfig %s internal=%t", name, internal))
+	if internal {
+		return k.internal, nil
+	}
+	return k.kubeconfig, nil
+}
+
+// standInProvider is a STAND-IN for the environment's plugin (the real
+// plugins are exercised by their own tests).
+type standInProvider struct {
+	patches []string
+	hooked  []string
+}
+
+func (p *standInProvider) KindConfig(context.Context) ([]string, error) { return p.patches, nil }
+func (p *standInProvider) AfterKindCreate(_ context.Context, kubeconfig, kctx string) ([]string, error) {
+	p.hooked = append(p.hooked, kubeconfig+" "+kctx)
+	return []string{"registry krops-registry ready"}, nil
+}
+
+// standInNetwork is a STAND-IN for the engine's kind network.
+type standInNetwork struct {
+	members []string
+	calls   []string
+}
+
+func (n *standInNetwork) Members(context.Context, string) ([]string, error) { return n.members, nil }
+func (n *standInNetwork) Connect(_ context.Context, nw, c string) error {
+	n.calls = append(n.calls, "connect "+nw+" "+c)
+	n.members = append(n.members, c)
+	return nil
+}
+func (n *standInNetwork) Disconnect(_ context.Context, nw, c string) error {
+	n.calls = append(n.calls, "disconnect "+nw+" "+c)
+	return nil
+}
+
+type fixture struct {
+	cluster  *testenv.Cluster
+	kind     *standInKind
+	provider *standInProvider
+	opts     Options
+	out      *strings.Builder
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	c := testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt"})
+	kc, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &strings.Builder{}
+	f := &fixture{cluster: c, out: out,
+		kind:     &standInKind{clusters: map[string]bool{}, kubeconfig: string(kc), internal: string(kc)},
+		provider: &standInProvider{patches: []string{"[plugins.mirror]\n"}},
+	}
+	off := false
+	f.opts = Options{
+		Name: "mgmt", Context: "kind-mgmt", Environment: "local-host", NodeImage: image, EngineSock: "/var/run/docker.sock",
+		RunID: "run-1", Kubeconfig: filepath.Join(t.TempDir(), "kube", "config"), HealthTimeout: 5 * time.Second,
+		Kind: f.kind, Provider: f.provider, Network: &standInNetwork{}, Runner: proc.Exec{},
+		Progress: ui.New(ui.Options{Out: out, Terminal: &off}), Out: io.Discard,
+	}
+	return f
+}
+
+func (f *fixture) nodes(t *testing.T, ready ...bool) {
+	t.Helper()
+	ctx := context.Background()
+	for i, r := range ready {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mgmt-control-plane-%d", i)}}
+		if err := f.cluster.Client.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		st := corev1.ConditionTrue
+		reason := "KubeletReady"
+		if !r {
+			st, reason = corev1.ConditionFalse, "KubeletNotReady"
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: reason, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if err := f.cluster.Client.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCreateWritesKubeconfigRecordsConfigAndRunsTheHook(t *testing.T) {
+	f := newFixture(t)
+	f.nodes(t, true)
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.out)
+	}
+	if got := strings.Join(f.kind.calls, ","); got != "create mgmt,kubeconfig mgmt internal=false" {
+		t.Errorf("kind calls: %s", got)
+	}
+	cfg := string(f.kind.configs[0])
+	for _, want := range []string{"image: " + image, "hostPath: /var/run/docker.sock", "containerPath: /var/run/docker.sock", "[plugins.mirror]", "krops.io/run: run-1"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("rendered config lacks %q:\n%s", want, cfg)
+		}
+	}
+	kc, err := clientcmd.LoadFromFile(f.opts.Kubeconfig)
+	if err != nil || kc.Contexts["kind-mgmt"] == nil {
+		t.Errorf("kubeconfig: %v %v", kc, err)
+	}
+	if len(f.provider.hooked) != 1 || f.provider.hooked[0] != f.opts.Kubeconfig+" kind-mgmt" {
+		t.Errorf("hook calls: %v", f.provider.hooked)
+	}
+	var cm corev1.ConfigMap
+	if err := f.cluster.Client.Get(context.Background(), clientKey(RecordNamespace, RecordName), &cm); err != nil || cm.Data["config.yaml"] != cfg {
+		t.Errorf("recorded configuration: %v", err)
+	}
+	for _, line := range []string{"✔ creating kind cluster mgmt", "✔ waiting for every node of mgmt to be Ready", "registry krops-registry ready"} {
+		if !strings.Contains(f.out.String(), line) {
+			t.Errorf("progress lacks %q:\n%s", line, f.out)
+		}
+	}
+
+	// Reuse: healthy and unchanged, so nothing is created again.
+	f.kind.calls = nil
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatalf("reuse: %v", err)
+	}
+	if got := strings.Join(f.kind.calls, ","); got != "kubeconfig mgmt internal=false" {
+		t.Errorf("reuse called kind: %s", got)
+	}
+
+	// Drift: the environment now needs another mirror.
+	f.provider.patches = []string{"[plugins.other-mirror]\n"}
+	err = Up(context.Background(), f.opts, false)
+	if !errors.Is(err, ErrDrift) || !strings.Contains(err.Error(), "containerd patches (registry mirror)") || !strings.Contains(err.Error(), "--recreate") {
+		t.Errorf("drift: %v", err)
+	}
+
+	// --recreate deletes and builds again with what is needed now.
+	f.kind.calls = nil
+	if err := Up(context.Background(), f.opts, true); err != nil {
+		t.Fatalf("recreate: %v", err)
+	}
+	if got := strings.Join(f.kind.calls, ","); got != "delete mgmt,create mgmt,kubeconfig mgmt internal=false" {
+		t.Errorf("recreate calls: %s", got)
+	}
+	if !strings.Contains(string(f.kind.configs[len(f.kind.configs)-1]), "other-mirror") {
+		t.Error("the rebuilt cluster does not carry the new mirror")
+	}
+}
+
+func TestAnUnhealthyClusterIsNotReused(t *testing.T) {
+	f := newFixture(t)
+	f.kind.clusters["mgmt"] = true
+	f.nodes(t, true, false)
+	err := Up(context.Background(), f.opts, false)
+	if !errors.Is(err, ErrUnhealthy) || !strings.Contains(err.Error(), "node mgmt-control-plane-1 is not Ready (False, KubeletNotReady)") ||
+		!strings.Contains(err.Error(), "krops-kind up local-host --recreate") {
+		t.Errorf("err = %v", err)
+	}
+	if strings.Contains(strings.Join(f.kind.calls, ","), "create") {
+		t.Error("an unhealthy cluster must not be rebuilt without --recreate")
+	}
+}
+
+func TestACreatedClusterWaitsForItsNodes(t *testing.T) {
+	f := newFixture(t)
+	f.opts.HealthTimeout = 30 * time.Second
+	// The node registers and turns Ready only after Up started waiting:
+	// the watch, not a poll, sees it.
+	go func() {
+		time.Sleep(time.Second)
+		f.nodes(t, true)
+	}()
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.out)
+	}
+}
+
+func TestAServerThatHangsTimesOut(t *testing.T) {
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accept and never answer
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	f.kind.kubeconfig = strings.Replace(f.kind.kubeconfig, hostOf(t, f.kind.kubeconfig), ln.Addr().String(), 1)
+	f.kind.clusters["mgmt"] = true
+	f.opts.HealthTimeout = 2 * time.Second
+	err = Up(context.Background(), f.opts, false)
+	if !errors.Is(err, ErrUnhealthy) || !strings.Contains(err.Error(), "not healthy after 2s") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestToolboxJoinsTheNetworkAndUsesTheInternalAddress(t *testing.T) {
+	f := newFixture(t)
+	f.nodes(t, true)
+	nw := &standInNetwork{members: []string{"mgmt-control-plane"}}
+	f.opts.Toolbox, f.opts.Self, f.opts.Network = true, "3f2a9c1b7d0e", nw
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.kind.calls, ","); !strings.Contains(got, "kubeconfig mgmt internal=true") {
+		t.Errorf("kind calls: %s", got)
+	}
+	if strings.Join(nw.calls, ",") != "connect kind 3f2a9c1b7d0e" {
+		t.Errorf("network calls: %v", nw.calls)
+	}
+	// Already a member (listed by full id): no second connect. Then down
+	// leaves the network before deleting.
+	nw.members, nw.calls = []string{"3f2a9c1b7d0e5a6b7c8d9e0f", "mgmt-control-plane"}, nil
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := Down(context.Background(), f.opts); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(nw.calls, ",") != "disconnect kind 3f2a9c1b7d0e" || !strings.HasSuffix(strings.Join(f.kind.calls, ","), "delete mgmt") {
+		t.Errorf("network %v, kind %v", nw.calls, f.kind.calls)
+	}
+}
+
+func TestDownOfAMissingClusterSucceeds(t *testing.T) {
+	f := newFixture(t)
+	if err := Down(context.Background(), f.opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.kind.calls) != 0 {
+		t.Errorf("calls: %v", f.kind.calls)
+	}
+}
+
+// The post-create task runs through the real mise, with argv, in the
+// repository root; a failure aborts with the task's output.
+func TestPostCreateTaskRunsThroughMise(t *testing.T) {
+	mise := testenv.Program(t, "KROPS_MISE_BIN", "mise", "run `tools/task.sh tools`, which installs the pinned mise from npm")
+	f := newFixture(t)
+	f.nodes(t, true)
+	repo := t.TempDir()
+	state := t.TempDir()
+	toml := `[tasks.federate]
+run = "pwd > federated.txt"
+[tasks.broken]
+run = "echo 'no credentials for the federation' >&2; exit 7"
+`
+	if err := os.WriteFile(filepath.Join(repo, "mise.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.opts.Mise, f.opts.RepoRoot, f.opts.PostCreateTask = mise, repo, "federate"
+	f.opts.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + state, "MISE_DATA_DIR=" + state + "/d", "MISE_CACHE_DIR=" + state + "/c",
+		"MISE_STATE_DIR=" + state + "/s", "MISE_CONFIG_DIR=" + state + "/cfg", "MISE_TRUSTED_CONFIG_PATHS=" + repo, "MISE_OFFLINE=1"}
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.out)
+	}
+	got, err := os.ReadFile(filepath.Join(repo, "federated.txt"))
+	if err != nil || strings.TrimSpace(string(got)) != repo {
+		t.Errorf("the task ran in %q (%v), want %s", got, err, repo)
+	}
+	f.opts.PostCreateTask = "broken"
+	err = Up(context.Background(), f.opts, false)
+	if err == nil || !strings.Contains(err.Error(), "post-kind-create-task broken") || !strings.Contains(err.Error(), "no credentials for the federation") {
+		t.Errorf("a failing task: %v", err)
+	}
+}

@@ -1,0 +1,353 @@
+// Command krops-kind manages the kind cluster that bootstraps an environment:
+// create or reuse it (up), delete it (down), report it (status) and check
+// that it can be made (preflight). A host lock per cluster name keeps two
+// runs from working on the same cluster.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/host"
+	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/engine"
+	"github.com/kropsdev/krops/tools/kit/lock"
+	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-kind/internal/bootcluster"
+	"github.com/kropsdev/krops/tools/krops-kind/internal/enginenet"
+	"github.com/kropsdev/krops/tools/krops-kind/internal/kindcfg"
+	"github.com/kropsdev/krops/tools/krops-kind/internal/kindlib"
+	"github.com/kropsdev/krops/tools/krops-kind/internal/kubecfg"
+)
+
+// version is stamped at build time (-X main.version=...).
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+var knobs = []string{
+	"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_KIND_CLUSTER", "BOOTSTRAP_KUBECONTEXT", "CONTAINER_ENGINE", "ENGINE_SOCK",
+	"KROPS_TOOLBOX", "KUBECONFIG", "KROPS_RUN_ID", "KROPS_PLUGIN_DIR",
+}
+
+func run(args []string) int {
+	defer sdk.CleanupClients()
+	app := cli.New(cli.Options{
+		Name:      "krops-kind",
+		Usage:     "the kind cluster that bootstraps an environment",
+		ArgsUsage: "<command> [ENV]",
+		Description: `krops-kind up creates the environment's kind cluster (or reuses it when it is healthy and was made for the
+same settings), writes its context into KUBECONFIG, then runs the provider's after-kind-create hook and the
+environment's post-kind-create-task. krops-kind down deletes it. Each command also runs alone, for recovery.
+
+The cluster is named by bootstrap.kind-cluster (KROPS_KIND_CLUSTER overrides); its context is kind-<name> unless
+BOOTSTRAP_KUBECONTEXT is set. The node image is the kindest/node entry pinned in airgap/images.txt. The engine is
+CONTAINER_ENGINE, else docker, else podman; its socket (ENGINE_SOCK overrides) is mounted into the node at
+/var/run/docker.sock for CAPD.
+
+A lock per cluster name (under $XDG_STATE_HOME/krops/locks) refuses a second up or down on the same name while a
+live process holds it (exit 2, naming the holder's run id, pid and command); a lock whose process died is taken
+over with a warning. docs/kind.md has the details.`,
+		Version: version,
+		Knobs:   knobs,
+		Commands: []*ucli.Command{
+			{Name: "up", Usage: "create or reuse the kind cluster", ArgsUsage: "[ENV]", Action: up,
+				Flags: []ucli.Flag{&ucli.BoolFlag{Name: "recreate", Usage: "delete the cluster first when it exists, then create it"}}},
+			{Name: "down", Usage: "delete the kind cluster (one that does not exist is a success)", ArgsUsage: "[ENV]", Action: down},
+			{Name: "status", Usage: "report the kind cluster: exists, healthy, nodes, node image, kubeconfig, engine, lock holder", ArgsUsage: "[ENV]", Action: status,
+				Flags: []ucli.Flag{&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"}}},
+			{Name: "preflight", Usage: "check the engine, its socket, KUBECONFIG, the node image and the provider's preflight; changes nothing", ArgsUsage: "[ENV]", Action: preflight},
+		},
+	})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
+}
+
+// setup is what every command reads.
+type setup struct {
+	sel    *cli.Selected
+	opts   bootcluster.Options
+	eng    *engine.Engine
+	engErr error
+	prog   *ui.Progress
+}
+
+func load(c *ucli.Context) (*setup, error) {
+	sel, err := cli.SelectEnvironment(c)
+	if err != nil {
+		return nil, err
+	}
+	home, _ := os.UserHomeDir()
+	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	images, err := sel.Config.RepoFile("airgap/images.txt", "airgap/images.txt")
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	raw, err := os.ReadFile(images)
+	if err != nil {
+		return nil, cli.UsageError(fmt.Errorf("reading the image inventory: %w", err))
+	}
+	nodeImage, err := kindcfg.NodeImage(raw, images)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
+	s := &setup{sel: sel, prog: prog}
+	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
+	s.eng, s.engErr = engine.Detect(c.Context, engine.Options{
+		Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost,
+		Env: os.Environ(),
+	})
+	self, _ := os.Hostname()
+	mise := os.Getenv("KROPS_MISE_BIN")
+	s.opts = bootcluster.Options{
+		Name: sel.Config.Bootstrap.KindCluster, Context: sel.Config.Bootstrap.KindContext, Environment: sel.Environment.Name,
+		NodeImage: nodeImage, RunID: sel.Knobs.RunID, Kubeconfig: kubeconfig, Toolbox: sel.Knobs.Toolbox, Self: self,
+		PostCreateTask: sel.Environment.PostKindCreateTask, Mise: mise, RepoRoot: sel.Config.Root, Env: os.Environ(),
+		Runner: proc.Exec{}, Progress: prog, Out: c.App.Writer,
+	}
+	if s.eng != nil {
+		s.opts.EngineSock = s.eng.Sock
+		s.opts.Network = enginenet.Network{Run: s.eng.Run}
+		k, err := kindlib.New(s.eng.Name, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.opts.Kind = k
+	}
+	return s, nil
+}
+
+// engineNeeded turns a failed detection into the error a user can act on.
+func (s *setup) engineNeeded() error {
+	if s.engErr != nil {
+		return cli.UsageError(fmt.Errorf("%w; point krops at an engine with CONTAINER_ENGINE=docker|podman and, for a non-default socket, ENGINE_SOCK", s.engErr))
+	}
+	return nil
+}
+
+// hold takes the cluster's host lock; a live holder is a refusal (exit 2).
+func (s *setup) hold(c *ucli.Context) (*lock.Lock, error) {
+	l, err := lock.Acquire(lock.Options{Name: "kind-" + s.opts.Name, Holder: lock.Holder{RunID: s.opts.RunID}})
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		return nil, cli.UsageError(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l.Previous != nil {
+		s.prog.Warnf("took over the lock of kind cluster %s from a run that is no longer running (%s)", s.opts.Name, l.Previous)
+	}
+	return l, nil
+}
+
+func (s *setup) loadProvider(c *ucli.Context) (*sdk.Client, error) {
+	return host.Load(c.Context, host.Options{Config: s.sel.Config, Environment: s.sel.Environment, Lookup: s.sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
+}
+
+func up(c *ucli.Context) error {
+	s, err := load(c)
+	if err != nil {
+		return err
+	}
+	l, err := s.hold(c)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	if err := s.engineNeeded(); err != nil {
+		return err
+	}
+	for _, w := range s.eng.Warnings {
+		s.prog.Warnf("%s", w)
+	}
+	pc, err := s.loadProvider(c)
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	s.opts.Provider = pluginProvider{c: pc}
+	return bootcluster.Up(c.Context, s.opts, c.Bool("recreate"))
+}
+
+func down(c *ucli.Context) error {
+	s, err := load(c)
+	if err != nil {
+		return err
+	}
+	l, err := s.hold(c)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	if err := s.engineNeeded(); err != nil {
+		return err
+	}
+	return bootcluster.Down(c.Context, s.opts)
+}
+
+// statusReport is bootcluster.Status plus what only the host knows.
+type statusReport struct {
+	bootcluster.Status
+	Engine     string       `json:"engine"`
+	EngineSock string       `json:"engine_socket,omitempty"`
+	EngineErr  string       `json:"engine_error,omitempty"`
+	Lock       *lock.Holder `json:"lock_holder"`
+}
+
+func status(c *ucli.Context) error {
+	out := c.String("output")
+	if out != "text" && out != "json" {
+		return cli.Usagef("--output %q is not valid: want text or json", out)
+	}
+	s, err := load(c)
+	if err != nil {
+		return err
+	}
+	r := statusReport{Status: bootcluster.Status{Name: s.opts.Name, Context: s.opts.Context, Kubeconfig: s.opts.Kubeconfig, Nodes: []bootcluster.NodeStatus{}}}
+	if h, held, err := lock.Status(lock.Options{Name: "kind-" + s.opts.Name}); err == nil && held {
+		r.Lock = &h
+	}
+	if s.engErr != nil {
+		r.EngineErr = s.engErr.Error()
+	} else {
+		r.Engine, r.EngineSock = s.eng.Name, s.eng.Sock
+		if r.Status, err = bootcluster.Inspect(c.Context, s.opts, 10*time.Second); err != nil {
+			return err
+		}
+	}
+	w := c.App.Writer
+	if out == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(w, "kind cluster %s (context %s)\n", r.Name, r.Context)
+	if r.EngineErr != "" {
+		fmt.Fprintf(w, "  engine: none answers: %s\n", r.EngineErr)
+	} else {
+		fmt.Fprintf(w, "  engine: %s (socket %s)\n", r.Engine, r.EngineSock)
+		fmt.Fprintf(w, "  exists: %t\n", r.Exists)
+	}
+	if r.Exists {
+		fmt.Fprintf(w, "  healthy: %t", r.Healthy)
+		if r.Problem != "" {
+			fmt.Fprintf(w, " (%s)", r.Problem)
+		}
+		fmt.Fprintln(w)
+		for _, n := range r.Nodes {
+			fmt.Fprintf(w, "  node %s: ready=%t\n", n.Name, n.Ready)
+		}
+		fmt.Fprintf(w, "  node image: %s\n  created by run: %s\n", orUnknown(r.NodeImage), orUnknown(r.RunID))
+	}
+	fmt.Fprintf(w, "  kubeconfig: %s\n", r.Kubeconfig)
+	if r.Lock != nil {
+		fmt.Fprintf(w, "  locked by: %s\n", r.Lock)
+	} else {
+		fmt.Fprintln(w, "  locked by: nobody")
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// preflight checks everything up needs and changes nothing. Every problem
+// is reported together.
+func preflight(c *ucli.Context) error {
+	s, err := load(c)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	check := func(name string, err error, ok string) {
+		if err != nil {
+			failed = append(failed, name)
+			fmt.Fprintf(c.App.Writer, "✗ %s: %v\n", name, err)
+			return
+		}
+		fmt.Fprintf(c.App.Writer, "✔ %s: %s\n", name, ok)
+	}
+	if s.engErr != nil {
+		check("container engine", s.engineNeeded(), "")
+	} else {
+		check("container engine", nil, s.eng.Name+", socket "+s.eng.Sock)
+		for _, w := range s.eng.Warnings {
+			fmt.Fprintf(c.App.Writer, "! %s\n", w)
+		}
+	}
+	check("KUBECONFIG", kubecfg.Writable(s.opts.Kubeconfig), s.opts.Kubeconfig)
+	check("node image", nil, s.opts.NodeImage+" (pinned in airgap/images.txt)")
+	pc, err := s.loadProvider(c)
+	if err != nil {
+		check("provider "+s.sel.Environment.Provider, err, "")
+	} else {
+		defer pc.Close()
+		if pc.Description().Has(sdk.CapPreflight) {
+			checks, err := pc.Preflight(c.Context)
+			if err != nil {
+				check("provider "+pc.Name+" preflight", err, "")
+			}
+			for _, ch := range checks {
+				var cerr error
+				if !ch.OK {
+					cerr = errors.New(ch.Message + remedy(ch.Remedy))
+				}
+				check(ch.Name, cerr, ch.Message)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return cli.UsageError(fmt.Errorf("preflight failed (%d of its checks): nothing was changed", len(failed)))
+	}
+	return nil
+}
+
+func remedy(r string) string {
+	if r == "" {
+		return ""
+	}
+	return "; fix: " + r
+}
+
+// pluginProvider is bootcluster.Provider on the environment's plugin,
+// calling only what it declares.
+type pluginProvider struct{ c *sdk.Client }
+
+func (p pluginProvider) KindConfig(ctx context.Context) ([]string, error) {
+	if !p.c.Description().Has(sdk.CapKindConfig) {
+		return nil, nil
+	}
+	kc, err := p.c.KindConfig(ctx)
+	return kc.ContainerdConfigPatches, err
+}
+
+func (p pluginProvider) AfterKindCreate(ctx context.Context, kubeconfig, kubeContext string) ([]string, error) {
+	d := p.c.Description()
+	if !d.Has(sdk.CapHooks) {
+		return nil, nil
+	}
+	for _, ph := range d.Phases {
+		if ph == sdk.PhaseAfterKindCreate {
+			return p.c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate, Kubeconfig: kubeconfig, Context: kubeContext})
+		}
+	}
+	return nil, nil
+}

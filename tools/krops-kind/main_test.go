@@ -1,0 +1,204 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"github.com/kropsdev/krops/tools/kit/lock"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+// The tests run the real krops-kind binary with the real docker plugin. No
+// container engine runs here, so "docker" and "podman" on PATH are
+// STAND-INS that fail like an engine that is not running.
+
+func TestMain(m *testing.M) {
+	// Helper mode: hold the kind lock like a running `krops-kind up`.
+	if name := os.Getenv("KROPS_KIND_TEST_HOLD"); name != "" {
+		l, err := lock.Acquire(lock.Options{Name: name, Holder: lock.Holder{RunID: "first-run", Command: "krops-kind up local-host"}})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("held")
+		time.Sleep(time.Hour)
+		l.Release()
+	}
+	os.Exit(m.Run())
+}
+
+type fixture struct {
+	dir, bin string
+	env      []string
+}
+
+const toml = `
+[bootstrap]
+default-environment = "local-host"
+[charts]
+flux-operator = "0.61.0"
+cert-manager = "1.21.2"
+capi-operator = "0.29.0"
+[environments.local-host]
+provider = "docker"
+sync = "oci"
+sync-path = "mgmt/local-host"
+mgmt-cluster = "local-management"
+mgmt-ready-timeout = "15m"
+infra-provider-namespace = "capd-system"
+infra-provider-name = "docker"
+provider-manifests = ["x.yaml"]
+`
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	testenv.Integration(t)
+	dir := t.TempDir()
+	f := fixture{dir: dir, bin: testenv.BuildBinary(t, ".", "krops-kind")}
+	plugins := filepath.Join(dir, "plugins")
+	stand := filepath.Join(dir, "standin-bin")
+	for _, d := range []string{plugins, stand, filepath.Join(dir, "airgap")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sdktest.Install(t, plugins, "github.com/kropsdev/krops/plugins/docker", "docker")
+	images, err := os.ReadFile("../../airgap/images.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"bootstrap.toml":    toml,
+		"airgap/images.txt": string(images),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, engine := range []string{"docker", "podman"} {
+		script := "#!/bin/sh\necho \"Cannot connect to the " + engine + " daemon. Is it running?\" >&2\nexit 1\n"
+		if err := os.WriteFile(filepath.Join(stand, engine), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.env = []string{"PATH=" + stand + ":/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+		"KROPS_PLUGIN_DIR=" + plugins, "KUBECONFIG=" + filepath.Join(dir, "kube", "config")}
+	return f
+}
+
+func (f fixture) run(t *testing.T, extra []string, args ...string) testenv.Result {
+	t.Helper()
+	return testenv.RunBinary(t, f.dir, append(append([]string{}, f.env...), extra...), f.bin, args...)
+}
+
+func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
+	f := setup(t)
+	r := f.run(t, nil, "preflight")
+	if r.Code != 2 {
+		t.Fatalf("exit %d, want 2:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{"✗ container engine: no container engine answers: docker info", "podman info", "CONTAINER_ENGINE=docker|podman",
+		"✔ KUBECONFIG: " + filepath.Join(f.dir, "kube", "config"), "✔ node image: docker.io/kindest/node:v1.37.0@sha256:"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("preflight output lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	if !strings.Contains(r.Stderr, "nothing was changed") {
+		t.Errorf("stderr: %s", r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "kube")); err == nil {
+		t.Error("preflight created the kubeconfig directory")
+	}
+}
+
+func TestConfigurationErrorsExit2(t *testing.T) {
+	f := setup(t)
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"KUBECONFIG list", []string{"KUBECONFIG=/a:/b"}, []string{"up"}, "is a list of files"},
+		{"unknown environment", nil, []string{"up", "nope"}, `unknown environment "nope"`},
+		{"bad output", nil, []string{"status", "--output", "yaml"}, "--output"},
+	}
+	for _, tc := range cases {
+		r := f.run(t, tc.env, tc.args...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, r.Code, r.Stderr, tc.want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "airgap", "images.txt"), []byte("docker.io/kindest/node:v1.37.0 pending\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.run(t, nil, "up"); r.Code != 2 || !strings.Contains(r.Stderr, "has no digest yet") {
+		t.Errorf("unpinned node image: exit %d, %s", r.Code, r.Stderr)
+	}
+}
+
+// Two runs on one cluster name: the second is refused, naming the first;
+// once the first dies (SIGKILL), its lock is taken over.
+func TestASecondRunOnTheSameClusterIsRefused(t *testing.T) {
+	f := setup(t)
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), "KROPS_KIND_TEST_HOLD=kind-mgmt", "XDG_STATE_HOME="+filepath.Join(f.dir, "state"))
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "held" {
+		t.Fatalf("holder: %q", line)
+	}
+	for _, cmd := range []string{"up", "down"} {
+		r := f.run(t, nil, cmd)
+		want := fmt.Sprintf("kind-mgmt is locked by another krops run (run first-run, pid %d, command \"krops-kind up local-host\"", holder.Process.Pid)
+		if r.Code != 2 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", cmd, r.Code, r.Stderr, want)
+		}
+	}
+	// Another cluster name runs side by side: it gets past the lock (and
+	// stops at the missing engine).
+	if r := f.run(t, []string{"KROPS_KIND_CLUSTER=other"}, "up"); strings.Contains(r.Stderr, "is locked") || !strings.Contains(r.Stderr, "no container engine answers") {
+		t.Errorf("another name: exit %d, %s", r.Code, r.Stderr)
+	}
+	r := f.run(t, nil, "status", "--output", "json")
+	var st struct {
+		Lock *lock.Holder `json:"lock_holder"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil || st.Lock == nil || st.Lock.PID != holder.Process.Pid {
+		t.Errorf("status must name the holder: %v %s", err, r.Stdout)
+	}
+	if err := holder.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = holder.Wait()
+	r = f.run(t, nil, "up")
+	if !strings.Contains(r.Stderr, "took over the lock of kind cluster mgmt from a run that is no longer running (run first-run") ||
+		!strings.Contains(r.Stderr, "no container engine answers") {
+		t.Errorf("after the holder died: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+func TestStatusWithoutAnEngine(t *testing.T) {
+	f := setup(t)
+	r := f.run(t, nil, "status")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "kind cluster mgmt (context kind-mgmt)") || !strings.Contains(r.Stdout, "engine: none answers") ||
+		!strings.Contains(r.Stdout, "locked by: nobody") {
+		t.Errorf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = f.run(t, []string{"BOOTSTRAP_KUBECONTEXT=bootstrap", "KROPS_KIND_CLUSTER=blue"}, "status", "-o", "json")
+	if !strings.Contains(r.Stdout, `"name": "blue"`) || !strings.Contains(r.Stdout, `"context": "bootstrap"`) {
+		t.Errorf("overrides: %s", r.Stdout)
+	}
+}
