@@ -70,9 +70,18 @@ spec:
 `)
 	ks := schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 	for _, name := range []string{"flux-system", "clusterclasses", "clusters", "cni"} {
-		u := cluster.WaitFor(t, ctx, ks, client.ObjectKey{Namespace: "flux-system", Name: name},
-			testenv.Wait{Logs: func() string { return flux.Tail("kustomize-controller", 40) }})
+		key := client.ObjectKey{Namespace: "flux-system", Name: name}
+		u := cluster.WaitFor(t, ctx, ks, key, testenv.Wait{Current: true, Logs: func() string { return flux.Tail("kustomize-controller", 40) }})
 		rev, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		// Ready and the applied revision can reach the API in separate
+		// status writes (CI saw Ready first once): give the revision the
+		// same deadline.
+		for rev == "" && ctx.Err() == nil {
+			time.Sleep(250 * time.Millisecond)
+			if err := cluster.Client.Get(ctx, key, u); err == nil {
+				rev, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+			}
+		}
 		if !strings.HasPrefix(rev, "local-host@sha256:") {
 			t.Errorf("Kustomization %s applied revision %q, want the pushed artifact", name, rev)
 		}

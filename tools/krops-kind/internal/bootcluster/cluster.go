@@ -241,4 +241,3 @@ func Inspect(ctx context.Context, o Options, timeout time.Duration) (Status, err
 	}
 	return st, nil
 }
-
