@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -119,6 +120,16 @@ func load(c *ucli.Context) (*setup, error) {
 		Runner: proc.Exec{}, Progress: prog, Out: c.App.Writer,
 	}
 	if s.eng != nil {
+		// kind's library runs the engine's CLI with this process's
+		// environment, so what detection decided (CONTAINER_HOST in the
+		// toolbox, KIND_EXPERIMENTAL_PROVIDER for podman) must be in it.
+		for _, kv := range s.eng.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok && (k == "CONTAINER_HOST" || k == "KIND_EXPERIMENTAL_PROVIDER") {
+				if err := os.Setenv(k, v); err != nil {
+					return nil, err
+				}
+			}
+		}
 		s.opts.EngineSock = s.eng.Sock
 		s.opts.Network = enginenet.Network{Run: s.eng.Run}
 		k, err := kindlib.New(s.eng.Name, nil)
@@ -133,7 +144,7 @@ func load(c *ucli.Context) (*setup, error) {
 // engineNeeded turns a failed detection into the error a user can act on.
 func (s *setup) engineNeeded() error {
 	if s.engErr != nil {
-		return cli.UsageError(fmt.Errorf("%w; point krops at an engine with CONTAINER_ENGINE=docker|podman and, for a non-default socket, ENGINE_SOCK", s.engErr))
+		return cli.UsageError(fmt.Errorf("%w (and ENGINE_SOCK for a socket other than the engine's default)", s.engErr))
 	}
 	return nil
 }
@@ -277,7 +288,14 @@ func preflight(c *ucli.Context) error {
 		return err
 	}
 	var failed []string
+	reported := map[string]bool{}
 	check := func(name string, err error, ok string) {
+		// The provider may check the same thing (the docker provider checks
+		// the engine too): say it once.
+		if reported[name] {
+			return
+		}
+		reported[name] = true
 		if err != nil {
 			failed = append(failed, name)
 			fmt.Fprintf(c.App.Writer, "✗ %s: %v\n", name, err)

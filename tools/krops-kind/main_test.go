@@ -106,11 +106,14 @@ func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
 	if r.Code != 2 {
 		t.Fatalf("exit %d, want 2:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	for _, want := range []string{"✗ container engine: no container engine answers: docker info", "podman info", "CONTAINER_ENGINE=docker|podman",
+	for _, want := range []string{"✗ container engine: no container engine answers: docker info", "podman info", "set CONTAINER_ENGINE", "ENGINE_SOCK",
 		"✔ KUBECONFIG: " + filepath.Join(f.dir, "kube", "config"), "✔ node image: docker.io/kindest/node:v1.37.0@sha256:"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("preflight output lacks %q:\n%s", want, r.Stdout)
 		}
+	}
+	if strings.Count(r.Stdout, "✗ container engine:") != 1 {
+		t.Errorf("the engine check must be reported once:\n%s", r.Stdout)
 	}
 	if !strings.Contains(r.Stderr, "nothing was changed") {
 		t.Errorf("stderr: %s", r.Stderr)
