@@ -189,6 +189,8 @@ type RunOptions struct {
 	// BeforeForcedExit runs when a second signal ends the process at once,
 	// for cleanups that must not be skipped (killing plugin processes).
 	BeforeForcedExit func()
+	// Exit ends the process on the second signal; nil means os.Exit.
+	Exit func(code int)
 }
 
 // Run runs the app with args (argv including the program name) and returns
@@ -198,26 +200,35 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 	if o.Signals == nil {
 		o.Signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 	}
+	exit := o.Exit
+	if exit == nil {
+		exit = os.Exit
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, o.Signals...)
 	defer signal.Stop(sigs)
+	// finished, not ctx, ends the watcher: the first signal cancels ctx,
+	// and the watcher must still be there for the second.
+	finished := make(chan struct{})
+	defer close(finished)
 	go func() {
 		select {
 		case <-sigs:
-			fmt.Fprintln(app.ErrWriter, "interrupted: stopping after the current call (press Ctrl-C again to quit at once)")
+			fmt.Fprintln(app.ErrWriter, "interrupted: stopping after the calls in flight (press Ctrl-C again to quit at once)")
 			cancel()
-		case <-ctx.Done():
+		case <-finished:
 			return
 		}
 		select {
 		case <-sigs:
+			fmt.Fprintln(app.ErrWriter, "interrupted again: quitting now")
 			if o.BeforeForcedExit != nil {
 				o.BeforeForcedExit()
 			}
-			os.Exit(130)
-		case <-ctx.Done():
+			exit(130)
+		case <-finished:
 		}
 	}()
 	err := app.RunContext(ctx, flagsFirst(app, args))

@@ -223,6 +223,49 @@ func TestSignalCancelsTheContext(t *testing.T) {
 	}
 }
 
+// The second signal forces the exit even while the run ignores its
+// cancelled context (a blocked read, a plugin that does not answer), after
+// the cleanup that must not be skipped.
+func TestASecondSignalForcesTheExit(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var got seen
+	started := make(chan struct{})
+	release := make(chan struct{})
+	app := testApp(t, &out, &errOut, &got, func(c *ucli.Context) error {
+		close(started)
+		<-release // deaf to cancellation
+		return nil
+	})
+	defer close(release)
+	exited := make(chan int, 1)
+	cleaned := make(chan struct{})
+	go Run(context.Background(), app, []string{"krops-test"}, RunOptions{
+		Signals:          []os.Signal{syscall.SIGUSR2},
+		BeforeForcedExit: func() { close(cleaned) },
+		Exit:             func(code int) { exited <- code },
+	})
+	<-started
+	for range 2 {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case code := <-exited:
+		if code != 130 {
+			t.Errorf("forced exit code %d, want 130", code)
+		}
+		select {
+		case <-cleaned:
+		default:
+			t.Error("the forced exit skipped BeforeForcedExit")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second signal did not force the exit")
+	}
+}
+
 func TestSelectEnvironment(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bootstrap.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
