@@ -71,7 +71,7 @@ spec:
 	ks := schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 	for _, name := range []string{"flux-system", "clusterclasses", "clusters", "cni"} {
 		key := client.ObjectKey{Namespace: "flux-system", Name: name}
-		u := cluster.WaitFor(t, ctx, ks, key, testenv.Wait{Current: true, Logs: func() string { return flux.Tail("kustomize-controller", 40) }})
+		u := cluster.WaitFor(t, ctx, ks, key, testenv.Wait{Logs: func() string { return flux.Tail("kustomize-controller", 40) }})
 		rev, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
 		// Ready and the applied revision can reach the API in separate
 		// status writes (CI saw Ready first once): give the revision the
