@@ -1,0 +1,263 @@
+// Package kubewait waits for Kubernetes objects to reach a condition by
+// watching them, never by sleeping: a wait returns as soon as the API server
+// reports the change. While it waits it reports which objects are ready and
+// which block; on timeout it names the blocking ones with their messages.
+//
+// A condition counts only when it speaks for the object's current spec: a
+// Ready=True observed for an older generation is stale and keeps waiting.
+package kubewait
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// Target is one object to wait for.
+type Target struct {
+	Resource  schema.GroupVersionResource
+	Kind      string // for messages
+	Namespace string
+	Name      string
+	// Condition must be True; default Ready.
+	Condition string
+}
+
+func (t Target) condition() string {
+	if t.Condition == "" {
+		return "Ready"
+	}
+	return t.Condition
+}
+
+func (t Target) String() string {
+	if t.Namespace == "" {
+		return t.Kind + " " + t.Name
+	}
+	return t.Kind + " " + t.Namespace + "/" + t.Name
+}
+
+// State is where one target stands.
+type State struct {
+	Target Target
+	Found  bool
+	Ready  bool
+	// Message says why it is not ready: the condition's reason and message,
+	// "not found yet", or a stale generation.
+	Message string
+}
+
+func (s State) String() string {
+	if s.Ready {
+		return s.Target.String() + ": " + s.Target.condition()
+	}
+	return s.Target.String() + ": " + s.Message
+}
+
+// Options configure a wait.
+type Options struct {
+	Client dynamic.Interface
+	// Timeout bounds the whole wait; zero means only ctx bounds it.
+	Timeout time.Duration
+	// OnChange, when set, receives every target's state whenever one of
+	// them changes (serialised; in target order).
+	OnChange func([]State)
+}
+
+// TimeoutError names what was still blocking when the time ran out.
+type TimeoutError struct {
+	Timeout  time.Duration
+	Blocking []State
+}
+
+func (e *TimeoutError) Error() string {
+	var parts []string
+	for _, s := range e.Blocking {
+		parts = append(parts, s.String())
+	}
+	return fmt.Sprintf("not ready after %s; blocking: %s", e.Timeout, strings.Join(parts, "; "))
+}
+
+// ErrInterrupted wraps the error of a wait cancelled by its caller (Ctrl-C).
+var ErrInterrupted = errors.New("interrupted while waiting")
+
+// All waits until every target's condition is True for its current
+// generation.
+func All(ctx context.Context, o Options, targets ...Target) error {
+	parent := ctx
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	w := &waiter{o: o, states: make([]State, len(targets))}
+	for i, t := range targets {
+		w.states[i] = State{Target: t, Message: "not found yet"}
+	}
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.one(ctx, i, t)
+		}()
+	}
+	wg.Wait()
+	if parent.Err() != nil {
+		return fmt.Errorf("%w: %s", ErrInterrupted, w.blocking())
+	}
+	if ctx.Err() != nil {
+		return &TimeoutError{Timeout: o.Timeout, Blocking: w.notReady()}
+	}
+	return errors.Join(errs...)
+}
+
+type waiter struct {
+	o      Options
+	mu     sync.Mutex
+	states []State
+}
+
+func (w *waiter) set(i int, s State) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.states[i] == s {
+		return
+	}
+	w.states[i] = s
+	if w.o.OnChange != nil {
+		w.o.OnChange(append([]State(nil), w.states...))
+	}
+}
+
+func (w *waiter) notReady() []State {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []State
+	for _, s := range w.states {
+		if !s.Ready {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Target.String() < out[b].Target.String() })
+	return out
+}
+
+func (w *waiter) blocking() string {
+	var parts []string
+	for _, s := range w.notReady() {
+		parts = append(parts, s.String())
+	}
+	if len(parts) == 0 {
+		return "nothing was blocking"
+	}
+	return "still waiting for " + strings.Join(parts, "; ")
+}
+
+// one watches target i (a list, then a watch, re-listing when the watch
+// expires) until its condition holds.
+func (w *waiter) one(ctx context.Context, i int, t Target) error {
+	ri := w.o.Client.Resource(t.Resource).Namespace(t.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", t.Name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = byName
+			return ri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = byName
+			return ri.Watch(ctx, opts)
+		},
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			w.set(i, State{Target: t, Message: "deleted"})
+			return false, nil
+		}
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return false, nil
+		}
+		s := Evaluate(u, t)
+		w.set(i, s)
+		return s.Ready, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		if apierrors.IsNotFound(err) || meta404(err) {
+			return fmt.Errorf("waiting for %s: the API server does not serve %s: %w", t, t.Resource, err)
+		}
+		return fmt.Errorf("waiting for %s: %w", t, err)
+	}
+	return nil
+}
+
+func meta404(err error) bool {
+	var se *apierrors.StatusError
+	return errors.As(err, &se) && se.ErrStatus.Code == 404
+}
+
+// Evaluate says where an object stands against its target.
+func Evaluate(u *unstructured.Unstructured, t Target) State {
+	s := State{Target: t, Found: true}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != t.condition() {
+			continue
+		}
+		status, _ := m["status"].(string)
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		observed, hasObserved := generation(m["observedGeneration"])
+		if !hasObserved {
+			observed, hasObserved = generationAt(u, "status", "observedGeneration")
+		}
+		if hasObserved && observed < u.GetGeneration() {
+			s.Message = fmt.Sprintf("%s=%s is stale (it speaks for generation %d, the object is at %d)", t.condition(), status, observed, u.GetGeneration())
+			return s
+		}
+		if status == "True" {
+			s.Ready = true
+			return s
+		}
+		s.Message = strings.TrimSpace(fmt.Sprintf("%s=%s %s: %s", t.condition(), status, reason, msg))
+		s.Message = strings.TrimSuffix(s.Message, ":")
+		return s
+	}
+	s.Message = "no " + t.condition() + " condition yet"
+	return s
+}
+
+func generation(v any) (int64, bool) {
+	switch g := v.(type) {
+	case int64:
+		return g, true
+	case float64:
+		return int64(g), true
+	}
+	return 0, false
+}
+
+func generationAt(u *unstructured.Unstructured, path ...string) (int64, bool) {
+	v, found, err := unstructured.NestedFieldNoCopy(u.Object, path...)
+	if !found || err != nil {
+		return 0, false
+	}
+	return generation(v)
+}
