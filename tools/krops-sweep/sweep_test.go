@@ -1,11 +1,15 @@
 package main_test
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
@@ -68,8 +72,18 @@ func TestDryRunThenSweepThenNoOp(t *testing.T) {
 	}
 	f.proxy.AssertNoMutation(t)
 	if !strings.Contains(r.Stdout, "Plan (deletion order") || !strings.Contains(r.Stdout, "nothing was changed") ||
-		!strings.Contains(r.Stdout, "✔ AWS account: 123456789012") {
+		!strings.Contains(r.Stdout, "✔ account 123456789012, regions eu-north-1, eu-west-1") {
 		t.Errorf("dry run output:\n%s", r.Stdout)
+	}
+	// A teardown checks credentials and the account, not bootstrap quotas.
+	if strings.Contains(r.Stdout, "Elastic IPs") || strings.Contains(r.Stdout, "VPCs in") {
+		t.Errorf("a sweep printed bootstrap quota checks:\n%s", r.Stdout)
+	}
+	for _, sus := range f.fp.Suspects {
+		kind, id, _ := strings.Cut(sus, " ")
+		if !strings.Contains(r.Stdout, "- not touched (suspect, not ours by evidence): "+kind+" "+id+" (global)") {
+			t.Errorf("suspect %s not listed as untouched:\n%s", sus, r.Stdout)
+		}
 	}
 	if got := strings.Count(r.Stdout, "\n  "); got < len(f.fp.Owned) {
 		t.Errorf("plan lists %d steps, want %d:\n%s", got, len(f.fp.Owned), r.Stdout)
@@ -85,6 +99,14 @@ func TestDryRunThenSweepThenNoOp(t *testing.T) {
 	}
 	if !strings.Contains(r.Stdout, "emptied of") {
 		t.Errorf("bucket progress missing:\n%s", r.Stdout)
+	}
+	// Nobody else touched the account: nothing was "already gone", and
+	// the plugin's process lifecycle is not news without -v.
+	if strings.Contains(r.Stdout, "already gone") {
+		t.Errorf("resources this run deleted were reported already gone:\n%s", r.Stdout)
+	}
+	if strings.Contains(r.Stderr, "plugin process exited") || strings.Contains(r.Stderr, "starting plugin") {
+		t.Errorf("plugin lifecycle logs without -v:\n%s", r.Stderr)
 	}
 
 	// AWS_ONLY=1 with the plain command is the same path; now a no-op.
@@ -106,7 +128,16 @@ func TestRefusalsAndExitCodes(t *testing.T) {
 		{"provider without sweep", nil, []string{"cloud", "local-host"}, 2, "provider docker, which cannot sweep"},
 		{"kubernetes teardown not yet available", nil, []string{"aws"}, 2, "krops-sweep cloud"},
 		{"unknown environment", nil, []string{"cloud", "gcp"}, 2, `unknown environment "gcp"`},
+		{"account outside allowed-accounts", []string{"BOOTSTRAP_CONFIG=refused.toml"}, []string{"cloud", "aws"}, 2,
+			"AWS account 123456789012 is not in environments.aws.allowed-accounts [999999999999, 111111111111]: nothing was read or changed"},
+		{"endpoint unreachable", []string{"AWS_ENDPOINT_URL=http://127.0.0.1:1"}, []string{"cloud", "aws"}, 3, "nothing was deleted"},
+		{"credentials refused", []string{"AWS_ENDPOINT_URL=" + f.proxy.URL + "/deny"}, []string{"cloud", "aws"}, 3, "could not read the AWS account"},
 	}
+	refused := strings.Replace(awstest.BootstrapTOML, "provider = \"aws\"\n", "provider = \"aws\"\nallowed-accounts = [\"999999999999\", \"111111111111\"]\n", 1)
+	if err := os.WriteFile(filepath.Join(f.dir, "refused.toml"), []byte(refused), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.proxy.Add(testenv.Rule{Path: "^/deny", Status: 403, Code: "InvalidClientTokenId"})
 	for _, tc := range cases {
 		r := f.run(t, tc.env, tc.args...)
 		if r.Code != tc.code || !strings.Contains(r.Stderr, tc.want) {
@@ -135,6 +166,63 @@ func TestWhatCannotBeDeletedIsReportedWithExit1(t *testing.T) {
 	}
 	if !strings.Contains(r.Stdout, "left: s3-bucket krops-123456789012-eu-west-1-workload-data (eu-west-1): ") || !strings.Contains(r.Stdout, "1 left") {
 		t.Errorf("summary must name what is left and why:\n%s", r.Stdout)
+	}
+}
+
+// A sweep interrupted mid-deletion by SIGINT or SIGTERM reports what it
+// deleted and what was in flight, claims nothing it did not see finish, and
+// a rerun finishes the job.
+func TestInterruptedSweepThenRerun(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			f := setup(t)
+			// The first subnet deletion hangs until the sweep gives up on it.
+			f.proxy.Add(testenv.Rule{Action: "DeleteSubnet", Times: 1, Hang: true})
+			cmd := exec.Command(f.bin, "cloud", "aws")
+			cmd.Dir, cmd.Env = f.dir, f.env
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			hung := ""
+			for deadline := time.Now().Add(2 * time.Minute); hung == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				for _, r := range f.proxy.Requests() {
+					if r.Injected == "hang" {
+						hung = r.Params.Get("SubnetId")
+					}
+				}
+			}
+			if hung == "" {
+				_ = cmd.Process.Kill()
+				t.Fatalf("no subnet deletion was reached:\n%s", out.String())
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			code := cmd.ProcessState.ExitCode()
+			if err == nil || code != 1 {
+				t.Fatalf("exit %d after %v, want 1:\n%s\n%s", code, sig, out.String(), errOut.String())
+			}
+			stdout := out.String()
+			if !strings.Contains(stdout, "Interrupted: ") || !strings.Contains(stdout, "in flight: subnet "+hung) {
+				t.Errorf("the interrupted summary must name the subnet in flight:\n%s", stdout)
+			}
+			if strings.Contains(stdout, "✔ deleted subnet "+hung) || strings.Contains(stdout, "Summary: ") {
+				t.Errorf("an unfinished deletion was reported done:\n%s", stdout)
+			}
+			if !strings.Contains(errOut.String(), "rerun `krops-sweep cloud aws`") {
+				t.Errorf("stderr must say how to finish:\n%s", errOut.String())
+			}
+			r := f.run(t, nil, "cloud", "aws")
+			if r.Code != 0 || !strings.Contains(r.Stdout, "0 left") {
+				t.Fatalf("rerun: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if r = f.run(t, nil, "cloud", "aws"); r.Code != 0 || !strings.Contains(r.Stdout, "nothing to sweep") {
+				t.Errorf("after the rerun: exit %d\n%s", r.Code, r.Stdout)
+			}
+		})
 	}
 }
 
