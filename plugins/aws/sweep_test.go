@@ -166,9 +166,7 @@ func TestSweepNeverTouchesWhatIsNotInScope(t *testing.T) {
 		{Kind: "iam-role", ID: "unrelated-role", Region: "global"},
 		{Kind: "s3-bucket", ID: "krops-123456789012-eu-west-1-workload-data", Region: "eu-west-1"},
 	}
-	for _, s := range discover(t, c).suspects {
-		scope = append(scope, s)
-	}
+	scope = append(scope, discover(t, c).suspects...)
 	if len(scope) != 2+len(fp.Suspects) {
 		t.Fatalf("the forged scope holds %d suspects, want %d", len(scope)-2, len(fp.Suspects))
 	}

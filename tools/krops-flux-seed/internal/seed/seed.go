@@ -1,0 +1,416 @@
+// Package seed hands a cluster over to Flux: the Flux Operator (Helm), the
+// run metadata, the secrets Flux reads with, the FluxInstance, and the waits
+// until Flux has taken over. Every step is idempotent: on a seeded cluster a
+// rerun changes nothing (no resourceVersion moves).
+package seed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kropsdev/krops/tools/kit/kubewait"
+	"github.com/kropsdev/krops/tools/kit/runmeta"
+	"github.com/kropsdev/krops/tools/kit/ui"
+)
+
+// FieldManager owns every field krops applies.
+const FieldManager = "krops"
+
+// FluxInstanceName is the FluxInstance krops applies.
+const FluxInstanceName = "flux"
+
+// Sync kinds.
+const (
+	SyncGitHub = "github"
+	SyncOCI    = "oci"
+)
+
+var fluxInstances = schema.GroupVersionResource{Group: "fluxcd.controlplane.io", Version: "v1", Resource: "fluxinstances"}
+
+// Kustomizations are Flux's Kustomization resource.
+var Kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+
+// Cluster is a cluster bound explicitly: a kubeconfig file and a context,
+// never the caller's current context.
+type Cluster struct {
+	Kubeconfig, Context string
+}
+
+// RESTConfig loads the cluster's client configuration.
+func (c Cluster) RESTConfig() (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s, context %s: %w", c.Kubeconfig, c.Context, err)
+	}
+	cfg.Timeout = 30 * time.Second
+	return cfg, nil
+}
+
+// Secrets are the values Flux reads the repository with.
+type Secrets struct {
+	GitHubUser  string
+	GitHubToken string
+	// AgeIdentity is the age key file's content; AgePublic its recipient.
+	AgeIdentity []byte
+	AgePublic   string
+}
+
+// Sync says where Flux reads the environment from.
+type Sync struct {
+	Kind string // SyncGitHub or SyncOCI
+	// URL is the repository (github) or oci://<registry>/<repository>.
+	URL string
+	// Ref is refs/heads/<branch> (github) or the tag (oci).
+	Ref  string
+	Path string
+	// Insecure: the OCI registry speaks plain HTTP (the local registry).
+	Insecure bool
+}
+
+// Options describe one seeding.
+type Options struct {
+	Cluster     Cluster
+	Environment string
+	Namespace   string // the Flux namespace
+	// PATSecret and AgeSecret are the Secret names (bootstrap.toml).
+	PATSecret, AgeSecret string
+	Sync                 Sync
+	Secrets              Secrets
+	// Run is the run metadata: RunID set means reuse the ConfigMap when it
+	// is there; CopyFrom, when set, copies it from another cluster.
+	Run      runmeta.Options
+	CopyFrom *Cluster
+	Operator OperatorOptions
+	// Wait lists the Kustomizations (in the Flux namespace) to wait for
+	// after the FluxInstance; zero Timeout skips the waits.
+	Wait        []string
+	WaitTimeout time.Duration
+	Progress    *ui.Progress
+}
+
+// Seed runs every step in order and stops at the first failure.
+func Seed(ctx context.Context, o Options) error {
+	cfg, err := o.Cluster.RESTConfig()
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	p := o.Progress
+	if err := p.Step(ctx, "Flux namespace "+o.Namespace, func(ctx context.Context) error { return ensureNamespace(ctx, kc, o.Namespace) }); err != nil {
+		return err
+	}
+	if err := p.Step(ctx, "Flux Operator (chart flux-operator "+o.Operator.Version+")", func(ctx context.Context) error {
+		changed, err := InstallOperator(ctx, o.Cluster, o.Namespace, o.Operator)
+		if err == nil && !changed {
+			p.Infof("release flux-operator is already at %s: unchanged", o.Operator.Version)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := p.Step(ctx, "run metadata (ConfigMap "+runmeta.ConfigMapName+")", func(ctx context.Context) error {
+		tags, action, err := runMetadata(ctx, kc, o)
+		if err == nil {
+			p.Infof("run %s (%s)", tags.RunID, action)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if o.Sync.Kind == SyncGitHub {
+		if err := p.Step(ctx, "secrets "+o.PATSecret+" and "+o.AgeSecret, func(ctx context.Context) error { return applySecrets(ctx, kc, o) }); err != nil {
+			return err
+		}
+	}
+	if err := p.Step(ctx, "FluxInstance "+o.Namespace+"/"+FluxInstanceName, func(ctx context.Context) error { return applyInstance(ctx, dyn, o) }); err != nil {
+		return err
+	}
+	if o.WaitTimeout == 0 {
+		return nil
+	}
+	targets := []kubewait.Target{{Resource: fluxInstances, Kind: "FluxInstance", Namespace: o.Namespace, Name: FluxInstanceName}}
+	for _, k := range o.Wait {
+		targets = append(targets, kubewait.Target{Resource: Kustomizations, Kind: "Kustomization", Namespace: o.Namespace, Name: k})
+	}
+	return p.Step(ctx, fmt.Sprintf("waiting for Flux to take over (up to %s)", o.WaitTimeout), func(ctx context.Context) error {
+		last := ""
+		return kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: o.WaitTimeout, OnChange: func(states []kubewait.State) {
+			ready, blocking := 0, ""
+			for _, s := range states {
+				if s.Ready {
+					ready++
+				} else if blocking == "" {
+					blocking = s.String()
+				}
+			}
+			line := fmt.Sprintf("%d of %d ready", ready, len(states))
+			if blocking != "" {
+				line += "; waiting for " + blocking
+			}
+			if line != last {
+				last = line
+				p.Infof("%s", line)
+			}
+		}}, targets...)
+	})
+}
+
+func ensureNamespace(ctx context.Context, kc kubernetes.Interface, ns string) error {
+	_, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	_, err = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// ErrRunMetadata means the cluster's krops-run ConfigMap cannot be used.
+var ErrRunMetadata = errors.New("run metadata")
+
+// runMetadata writes, keeps or copies the krops-run ConfigMap.
+func runMetadata(ctx context.Context, kc kubernetes.Interface, o Options) (runmeta.Tags, string, error) {
+	cms := kc.CoreV1().ConfigMaps(o.Namespace)
+	cur, err := cms.Get(ctx, runmeta.ConfigMapName, metav1.GetOptions{})
+	present := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return runmeta.Tags{}, "", fmt.Errorf("reading ConfigMap %s/%s: %w", o.Namespace, runmeta.ConfigMapName, err)
+	}
+	var want runmeta.Tags
+	action := ""
+	switch {
+	case o.CopyFrom != nil:
+		want, err = copyRun(ctx, *o.CopyFrom, o.Namespace)
+		if err != nil {
+			return runmeta.Tags{}, "", err
+		}
+		action = "copied from " + o.CopyFrom.Context
+	case present && o.Run.RunID != "":
+		tags, err := runmeta.FromData(cur.Data)
+		if err != nil {
+			return runmeta.Tags{}, "", fmt.Errorf("%w: %v: delete it, or unset KROPS_RUN_ID to start a new run", ErrRunMetadata, err)
+		}
+		if tags.RunID != o.Run.RunID {
+			return runmeta.Tags{}, "", fmt.Errorf("%w: ConfigMap %s/%s belongs to run %s, not KROPS_RUN_ID=%s", ErrRunMetadata, o.Namespace, runmeta.ConfigMapName, tags.RunID, o.Run.RunID)
+		}
+		return tags, "kept", nil
+	case present:
+		// A rerun without KROPS_RUN_ID continues the cluster's run, as long
+		// as what is there is valid.
+		tags, err := runmeta.FromData(cur.Data)
+		if err != nil {
+			return runmeta.Tags{}, "", fmt.Errorf("%w: %v: delete it to start a new run", ErrRunMetadata, err)
+		}
+		return tags, "kept", nil
+	default:
+		want, err = runmeta.New(ctx, o.Run)
+		if err != nil {
+			return runmeta.Tags{}, "", fmt.Errorf("%w: %v", ErrRunMetadata, err)
+		}
+		action = "new"
+	}
+	if present && maps.Equal(cur.Data, want.Data()) {
+		return want, "unchanged", nil
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: runmeta.ConfigMapName, Namespace: o.Namespace,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "krops"}}, Data: want.Data()}
+	if present {
+		cm.ResourceVersion = cur.ResourceVersion
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
+	} else {
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
+	}
+	if err != nil {
+		return runmeta.Tags{}, "", fmt.Errorf("writing ConfigMap %s/%s: %w", o.Namespace, runmeta.ConfigMapName, err)
+	}
+	return want, action, nil
+}
+
+// copyRun reads the four keys exactly from another cluster; it never
+// invents one.
+func copyRun(ctx context.Context, from Cluster, ns string) (runmeta.Tags, error) {
+	cfg, err := from.RESTConfig()
+	if err != nil {
+		return runmeta.Tags{}, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return runmeta.Tags{}, err
+	}
+	cm, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, runmeta.ConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		return runmeta.Tags{}, fmt.Errorf("%w: reading ConfigMap %s/%s from %s: %v", ErrRunMetadata, ns, runmeta.ConfigMapName, from.Context, err)
+	}
+	tags, err := runmeta.FromData(cm.Data)
+	if err != nil {
+		return runmeta.Tags{}, fmt.Errorf("%w: the source cluster's %v", ErrRunMetadata, err)
+	}
+	return tags, nil
+}
+
+// applySecrets writes the PAT and age Secrets, each replaced whole so no
+// old key lingers, and only when they differ.
+func applySecrets(ctx context.Context, kc kubernetes.Interface, o Options) error {
+	user := o.Secrets.GitHubUser
+	if user == "" {
+		user = "git"
+	}
+	pat := map[string][]byte{"username": []byte(user), "password": []byte(o.Secrets.GitHubToken)}
+	if err := putSecret(ctx, kc, o.Namespace, o.PATSecret, pat); err != nil {
+		return err
+	}
+	ageData := map[string][]byte{o.Secrets.AgePublic + ".agekey": o.Secrets.AgeIdentity}
+	for _, ns := range []string{o.Namespace, "default"} {
+		if err := putSecret(ctx, kc, ns, o.AgeSecret, ageData); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putSecret makes the Secret hold exactly data. Errors name the Secret,
+// never its values.
+func putSecret(ctx context.Context, kc kubernetes.Interface, ns, name string, data map[string][]byte) error {
+	secrets := kc.CoreV1().Secrets(ns)
+	cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "krops"}},
+			Type: corev1.SecretTypeOpaque, Data: data}
+		if _, err := secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %s", ns, name, apiReason(err))
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Secret %s/%s: %s", ns, name, apiReason(err))
+	}
+	if maps.EqualFunc(cur.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		return nil
+	}
+	cur.Data, cur.StringData = data, nil
+	if _, err := secrets.Update(ctx, cur, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("replacing Secret %s/%s: %s", ns, name, apiReason(err))
+	}
+	return nil
+}
+
+// apiReason keeps an API error's reason, never an echoed object.
+func apiReason(err error) string {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		return string(se.ErrStatus.Reason) + " (" + fmt.Sprint(se.ErrStatus.Code) + ")"
+	}
+	return err.Error()
+}
+
+// Instance renders the FluxInstance.
+func Instance(o Options) *unstructured.Unstructured {
+	sync := map[string]any{"kind": "GitRepository", "url": o.Sync.URL, "ref": o.Sync.Ref, "path": o.Sync.Path}
+	spec := map[string]any{
+		"distribution": map[string]any{"version": "2.x", "registry": "ghcr.io/fluxcd"},
+		"components":   []any{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"},
+		"cluster":      map[string]any{"type": "kubernetes", "networkPolicy": true},
+	}
+	if o.Sync.Kind == SyncGitHub {
+		sync["pullSecret"] = o.PATSecret
+	} else {
+		sync["kind"] = "OCIRepository"
+		if o.Sync.Insecure {
+			// The local registry speaks plain HTTP; FluxInstance has no
+			// field for it, so the generated OCIRepository is patched.
+			spec["kustomize"] = map[string]any{"patches": []any{map[string]any{
+				"target": map[string]any{"kind": "OCIRepository"},
+				"patch":  "- op: add\n  path: /spec/insecure\n  value: true\n",
+			}}}
+		}
+	}
+	spec["sync"] = sync
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fluxcd.controlplane.io/v1",
+		"kind":       "FluxInstance",
+		"metadata":   map[string]any{"name": FluxInstanceName, "namespace": o.Namespace},
+		"spec":       spec,
+	}}
+	return u
+}
+
+// applyInstance server-side applies the FluxInstance with krops's field
+// manager; an unchanged instance is not written.
+func applyInstance(ctx context.Context, dyn dynamic.Interface, o Options) error {
+	want := Instance(o)
+	ri := dyn.Resource(fluxInstances).Namespace(o.Namespace)
+	if cur, err := ri.Get(ctx, FluxInstanceName, metav1.GetOptions{}); err == nil {
+		if specEqual(cur, want) {
+			return nil
+		}
+	} else if !apierrors.IsNotFound(err) {
+		if meta := (&apierrors.StatusError{}); errors.As(err, &meta) && meta.ErrStatus.Code == 404 {
+			return fmt.Errorf("the cluster does not serve FluxInstance (fluxcd.controlplane.io/v1): the Flux Operator's CRDs are missing")
+		}
+		return fmt.Errorf("reading FluxInstance %s/%s: %w", o.Namespace, FluxInstanceName, err)
+	}
+	if _, err := ri.Apply(ctx, FluxInstanceName, want, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return fmt.Errorf("applying FluxInstance %s/%s: %w", o.Namespace, FluxInstanceName, err)
+	}
+	return nil
+}
+
+// specEqual compares what krops sets with what is there, after the API
+// server's defaulting: every field krops sets must hold krops's value.
+func specEqual(cur, want *unstructured.Unstructured) bool {
+	return contains(cur.Object["spec"], want.Object["spec"])
+}
+
+func contains(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !contains(h[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !contains(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return fmt.Sprint(have) == fmt.Sprint(want)
+}
