@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/registry"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
@@ -92,6 +93,9 @@ func InstallOperator(ctx context.Context, c Cluster, namespace string, o Operato
 	install := action.NewInstall(cfg)
 	install.Version = o.Version
 	install.PlainHTTP = plain
+	// The operator's readiness shows in the FluxInstance it reconciles,
+	// which the seed waits for by watch; Helm waits for hooks only.
+	install.WaitStrategy = kube.HookOnlyStrategy
 	path, err := install.LocateChart(ref, settings)
 	if err != nil {
 		return false, fmt.Errorf("fetching chart %s %s: %w", ref, o.Version, err)
@@ -110,6 +114,7 @@ func InstallOperator(ctx context.Context, c Cluster, namespace string, o Operato
 	}
 	up := action.NewUpgrade(cfg)
 	up.Namespace = namespace
+	up.WaitStrategy = kube.HookOnlyStrategy
 	if _, err := up.RunWithContext(ctx, OperatorRelease, ch, nil); err != nil {
 		return false, fmt.Errorf("upgrading release %s/%s to %s: %w", namespace, OperatorRelease, o.Version, err)
 	}

@@ -1,0 +1,219 @@
+package main_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/registry"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+// recorder is a loopback proxy in front of the test's kube-apiserver that
+// logs every request krops-flux-seed makes (Helm's included): proof, from
+// the server side, of what a run wrote.
+type recorder struct {
+	mu  sync.Mutex
+	log []string
+	url string
+}
+
+func (r *recorder) writes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, l := range r.log {
+		if !strings.HasPrefix(l, "GET ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (r *recorder) reset() { r.mu.Lock(); r.log = nil; r.mu.Unlock() }
+
+func newRecorder(t *testing.T, cfg *rest.Config) *recorder {
+	t.Helper()
+	upstream, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(upstream)
+	rp.Transport = tr
+	rec := &recorder{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		rec.mu.Lock()
+		rec.log = append(rec.log, req.Method+" "+req.URL.Path)
+		rec.mu.Unlock()
+		rp.ServeHTTP(w, req)
+	}))
+	srv.Config.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	t.Cleanup(srv.Close)
+	rec.url = srv.URL
+	return rec
+}
+
+// kubeconfigFor writes a kubeconfig that reaches the recorder.
+func kubeconfigFor(t *testing.T, server, context string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[context] = &clientcmdapi.Cluster{Server: server, InsecureSkipTLSVerify: true}
+	kc.AuthInfos[context] = &clientcmdapi.AuthInfo{}
+	kc.Contexts[context] = &clientcmdapi.Context{Cluster: context, AuthInfo: context}
+	// The caller's current context is something else: krops must not use it.
+	kc.Contexts["someone-elses"] = &clientcmdapi.Context{Cluster: context, AuthInfo: context, Namespace: "elsewhere"}
+	kc.CurrentContext = "someone-elses"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// operatorChart builds a flux-operator chart from the operator module's own
+// install manifests (no chart ships in a Go module) and pushes it to the
+// loopback registry as <host>/charts/flux-operator:<version>.
+func operatorChart(t *testing.T, reg *testenv.OCIRegistry, version string) string {
+	t.Helper()
+	crd := testenv.CRDPaths(t, testenv.FluxOperator)[0]
+	module := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(crd)))) // .../config/crd/bases/x.yaml
+	var templates []*common.File
+	for _, f := range []string{"config/manager/account.yaml", "config/manager/deployment.yaml"} {
+		b, err := os.ReadFile(filepath.Join(module, f))
+		if err != nil {
+			t.Fatalf("the operator module's install manifests: %v", err)
+		}
+		templates = append(templates, &common.File{Name: "templates/" + filepath.Base(f), Data: b})
+	}
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "flux-operator", Version: version, AppVersion: "v0.59.0"}, Templates: templates}
+	dir := t.TempDir()
+	path, err := chartutil.Save(ch, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(filepath.Join(dir, "none.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Push(data, reg.Host+"/charts/flux-operator:"+version); err != nil {
+		t.Fatal(err)
+	}
+	return "oci://" + reg.Host + "/charts"
+}
+
+// standInKubelet is a STAND-IN for kubelets (none run here): it marks every
+// Deployment available, so the Flux Operator's health checks pass for the
+// Flux controllers it installs (which run as processes beside the test).
+func standInKubelet(ctx context.Context, c client.Client) {
+	for {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list); err == nil {
+			for i := range list.Items {
+				d := &list.Items[i]
+				want := int32(1)
+				if d.Spec.Replicas != nil {
+					want = *d.Spec.Replicas
+				}
+				if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == want {
+					continue
+				}
+				d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: want, ReadyReplicas: want, AvailableReplicas: want, UpdatedReplicas: want,
+					Conditions: []appsv1.DeploymentCondition{
+						{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+						{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+					}}
+				_ = c.Status().Update(ctx, d)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// The whole seed of local-host through the binary: the chart installed by
+// the Helm code path users run, the FluxInstance reconciled by the real Flux
+// Operator, the artifact published to a real registry and reconciled by the
+// real Flux source- and kustomize-controllers. A rerun writes nothing.
+func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
+	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.FluxOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm}})
+	testenv.RunFluxOperator(t, cluster)
+	testenv.Flux(t, cluster)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go standInKubelet(ctx, cluster.Client)
+	reg := testenv.Registry(t)
+	charts := operatorChart(t, reg, "0.61.0")
+	rec := newRecorder(t, cluster.Config)
+	kubeconfig := kubeconfigFor(t, rec.url, "kind-seed")
+
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testenv.BuildBinary(t, ".", "krops-flux-seed")
+	host, port, _ := strings.Cut(reg.Host, ":")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
+		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
+		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops", "LOCAL_RECONCILE_TIMEOUT=3m", "KROPS_RUN_ID=local-seed-test"}
+	args := []string{"local-host", "--chart-repository", charts, "--registry-in-cluster", reg.Host}
+	r := testenv.RunBinary(t, root, env, bin, args...)
+	if r.Code != 0 {
+		t.Fatalf("seed: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{"✔ Flux Operator (chart flux-operator 0.61.0)", "✔ publishing the config artifact", "✔ FluxInstance flux-system/flux", "✔ waiting for Flux to take over", "2 of 2 ready"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	var cm corev1.ConfigMap
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "krops-run"}, &cm); err != nil || cm.Data["KROPS_RUN_ID"] != "local-seed-test" {
+		t.Errorf("krops-run: %v %v", cm.Data, err)
+	}
+	var releases corev1.SecretList
+	if err := cluster.Client.List(ctx, &releases, client.InNamespace("flux-system"), client.MatchingLabels{"owner": "helm", "name": "flux-operator"}); err != nil || len(releases.Items) != 1 {
+		t.Errorf("helm release revisions: %d (%v)", len(releases.Items), err)
+	}
+
+	// The rerun reaches the API server with reads only.
+	rec.reset()
+	r = testenv.RunBinary(t, root, env, bin, args...)
+	if r.Code != 0 {
+		t.Fatalf("rerun: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if w := rec.writes(); len(w) != 0 {
+		t.Errorf("the rerun on a seeded cluster wrote:\n%s", strings.Join(w, "\n"))
+	}
+	if !strings.Contains(r.Stderr, "release flux-operator is already at 0.61.0: unchanged") {
+		t.Errorf("rerun output:\n%s", r.Stderr)
+	}
+}
