@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	filippo.io/age v1.3.2
+	github.com/google/go-containerregistry v0.22.1
 	github.com/kropsdev/krops/tools/kit v0.0.0-00010101000000-000000000000
 	github.com/urfave/cli/v2 v2.27.7
 	helm.sh/helm/v4 v4.3.2
@@ -65,7 +66,6 @@ require (
 	github.com/gofrs/flock v0.13.0 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
-	github.com/google/go-containerregistry v0.22.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gosuri/uitable v0.0.4 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -176,8 +177,15 @@ func seedAction(c *ucli.Context) error {
 	sel := ch.sel
 	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
 	kubeconfig := sel.Knobs.Kubeconfig
-	if kubeconfig == "" || strings.Contains(kubeconfig, string(os.PathListSeparator)) {
-		return cli.Usagef("KUBECONFIG must name one kubeconfig file (got %q): krops binds every call to an explicit file and context", kubeconfig)
+	if strings.Contains(kubeconfig, string(os.PathListSeparator)) {
+		return cli.Usagef("KUBECONFIG=%q is a list of files: krops binds every call to one explicit file and context", kubeconfig)
+	}
+	if kubeconfig == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return cli.Usagef("KUBECONFIG is unset and there is no home directory: set KUBECONFIG")
+		}
+		kubeconfig = filepath.Join(home, ".kube", "config")
 	}
 	kctx := c.String("context")
 	if kctx == "" {

@@ -216,4 +216,12 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 	if !strings.Contains(r.Stderr, "release flux-operator is already at 0.61.0: unchanged") {
 		t.Errorf("rerun output:\n%s", r.Stderr)
 	}
+
+	// A wait that runs out names what blocks, and exits 1.
+	timeoutEnv := append(append([]string{}, env...), "LOCAL_RECONCILE_TIMEOUT=3s")
+	r = testenv.RunBinary(t, root, timeoutEnv, bin, append(args, "--wait-for", "never-there")...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "Blocking:\n  Kustomization flux-system/never-there: not found yet") ||
+		!strings.Contains(r.Stderr, "not Ready within LOCAL_RECONCILE_TIMEOUT (3s)") {
+		t.Errorf("timeout: exit %d\n%s", r.Code, r.Stderr)
+	}
 }
