@@ -169,22 +169,33 @@ func (s *setup) loadProvider(c *ucli.Context) (*sdk.Client, error) {
 	return host.Load(c.Context, host.Options{Config: s.sel.Config, Environment: s.sel.Environment, Lookup: s.sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
 }
 
-func up(c *ucli.Context) error {
+// locked loads the setup, takes the cluster's lock and checks the engine:
+// what up and down both need before they change anything.
+func locked(c *ucli.Context) (*setup, *lock.Lock, error) {
 	s, err := load(c)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	l, err := s.hold(c)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer l.Release()
 	if err := s.engineNeeded(); err != nil {
-		return err
+		l.Release()
+		return nil, nil, err
 	}
 	for _, w := range s.eng.Warnings {
 		s.prog.Warnf("%s", w)
 	}
+	return s, l, nil
+}
+
+func up(c *ucli.Context) error {
+	s, l, err := locked(c)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
 	pc, err := s.loadProvider(c)
 	if err != nil {
 		return err
@@ -195,18 +206,11 @@ func up(c *ucli.Context) error {
 }
 
 func down(c *ucli.Context) error {
-	s, err := load(c)
-	if err != nil {
-		return err
-	}
-	l, err := s.hold(c)
+	s, l, err := locked(c)
 	if err != nil {
 		return err
 	}
 	defer l.Release()
-	if err := s.engineNeeded(); err != nil {
-		return err
-	}
 	return bootcluster.Down(c.Context, s.opts)
 }
 

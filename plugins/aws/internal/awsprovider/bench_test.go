@@ -91,23 +91,8 @@ func BenchmarkSweep(b *testing.B) {
 		}
 		scope := scopeOf(b, ctx, p)
 		before := len(proxy.Requests())
-		deletedN := 0
 		start := time.Now()
-		err := p.Sweep(ctx, sdk.SweepRequest{Scope: scope}, func(e sdk.SweepEvent) error {
-			switch e.State {
-			case sdk.SweepDeleted:
-				deletedN++
-			case sdk.SweepFailed:
-				return fmt.Errorf("%s %s failed: %s", e.Resource.Kind, e.Resource.ID, e.Message)
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if deletedN != len(fp.Owned) {
-			b.Fatalf("deleted %d of %d", deletedN, len(fp.Owned))
-		}
+		deletedN := sweepAll(b, ctx, p, scope, len(fp.Owned))
 		calls := proxy.Requests()[before:]
 		mutating := 0
 		for _, r := range calls {
@@ -160,23 +145,8 @@ func BenchmarkSweepPolling(b *testing.B) {
 			b.Fatal(err)
 		}
 		scope := scopeOf(b, ctx, p)
-		deletedN := 0
 		start := time.Now()
-		err := p.Sweep(ctx, sdk.SweepRequest{Scope: scope}, func(e sdk.SweepEvent) error {
-			switch e.State {
-			case sdk.SweepDeleted:
-				deletedN++
-			case sdk.SweepFailed:
-				return fmt.Errorf("%s %s failed: %s", e.Resource.Kind, e.Resource.ID, e.Message)
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if deletedN != len(fp.Owned) {
-			b.Fatalf("deleted %d of %d", deletedN, len(fp.Owned))
-		}
+		sweepAll(b, ctx, p, scope, len(fp.Owned))
 		return time.Since(start)
 	}
 	var adaptive, fixed time.Duration
@@ -187,4 +157,27 @@ func BenchmarkSweepPolling(b *testing.B) {
 	b.ReportMetric(adaptive.Seconds()/float64(b.N), "s/sweep")
 	b.ReportMetric(fixed.Seconds()/float64(b.N), "baseline_s/sweep")
 	b.ReportMetric(float64(fixed)/float64(adaptive), "x_vs_baseline")
+}
+
+// sweepAll sweeps scope and fails b unless exactly want resources end
+// deleted; it returns how many did.
+func sweepAll(b *testing.B, ctx context.Context, p *Provider, scope []sdk.Resource, want int) int {
+	b.Helper()
+	deleted := 0
+	err := p.Sweep(ctx, sdk.SweepRequest{Scope: scope}, func(e sdk.SweepEvent) error {
+		switch e.State {
+		case sdk.SweepDeleted:
+			deleted++
+		case sdk.SweepFailed:
+			return fmt.Errorf("%s %s failed: %s", e.Resource.Kind, e.Resource.ID, e.Message)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if deleted != want {
+		b.Fatalf("deleted %d of %d", deleted, want)
+	}
+	return deleted
 }
