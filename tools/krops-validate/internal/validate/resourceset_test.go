@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kropsdev/krops/tools/kit/testenv"
@@ -127,8 +128,17 @@ func TestFluxInstancesRenderWithTheFluxOperator(t *testing.T) {
 				t.Fatalf("%s: %v", o.String(), err)
 			}
 		} else {
-			current.Object["spec"] = u.Object["spec"]
-			if err := cluster.Client.Update(ctx, current); err != nil {
+			// The operator keeps writing the object (finalizers, status),
+			// so the spec goes onto the latest version it left.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				latest := current.DeepCopy()
+				if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(current), latest); err != nil {
+					return err
+				}
+				latest.Object["spec"] = u.Object["spec"]
+				return cluster.Client.Update(ctx, latest)
+			})
+			if err != nil {
 				t.Fatalf("%s: %v", o.String(), err)
 			}
 		}
