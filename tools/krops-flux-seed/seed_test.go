@@ -217,11 +217,21 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 		t.Errorf("rerun output:\n%s", r.Stderr)
 	}
 
-	// A wait that runs out names what blocks, and exits 1.
-	timeoutEnv := append(append([]string{}, env...), "LOCAL_RECONCILE_TIMEOUT=3s")
-	r = testenv.RunBinary(t, root, timeoutEnv, bin, append(args, "--wait-for", "never-there")...)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "Blocking:\n  Kustomization flux-system/never-there: not found yet") ||
-		!strings.Contains(r.Stderr, "not Ready within LOCAL_RECONCILE_TIMEOUT (3s)") {
+	// A wait that runs out names what blocks with Flux's own reason,
+	// streams Flux's warnings while it waits, and exits 1.
+	cluster.CreateYAML(t, ctx, `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: broken, namespace: flux-system}
+spec: {interval: 1m, retryInterval: 2s, timeout: 30s, prune: true, path: ./no/such/path, sourceRef: {kind: OCIRepository, name: flux-system}}
+`)
+	timeoutEnv := append(append([]string{}, env...), "LOCAL_RECONCILE_TIMEOUT=15s")
+	r = testenv.RunBinary(t, root, timeoutEnv, bin, append(args, "--wait-for", "broken", "--wait-for", "never-there")...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "Blocking:\n  Kustomization flux-system/broken: Ready=False") ||
+		!strings.Contains(r.Stderr, "Kustomization flux-system/never-there: not found yet") ||
+		!strings.Contains(r.Stderr, "not Ready within LOCAL_RECONCILE_TIMEOUT (15s)") {
 		t.Errorf("timeout: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "! Kustomization flux-system/broken: ") {
+		t.Errorf("Flux's warning events were not streamed:\n%s", r.Stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -154,6 +156,10 @@ func Seed(ctx context.Context, o Options) error {
 		targets = append(targets, kubewait.Target{Resource: Kustomizations, Kind: "Kustomization", Namespace: o.Namespace, Name: k})
 	}
 	return p.Step(ctx, fmt.Sprintf("waiting for Flux to take over (up to %s)", o.WaitTimeout), func(ctx context.Context) error {
+		events, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); streamWarnings(events, kc, o.Namespace, p) }()
+		defer func() { stop(); <-done }()
 		last := ""
 		return kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: o.WaitTimeout, OnChange: func(states []kubewait.State) {
 			ready, blocking := 0, ""
@@ -174,6 +180,45 @@ func Seed(ctx context.Context, o Options) error {
 			}
 		}}, targets...)
 	})
+}
+
+// streamWarnings prints each Warning event recorded in ns while the wait
+// runs (Flux's controllers say there why something does not reconcile),
+// once per object, reason and message; it returns when ctx ends.
+func streamWarnings(ctx context.Context, kc kubernetes.Interface, ns string, p *ui.Progress) {
+	opts := metav1.ListOptions{FieldSelector: "type=Warning"}
+	list, err := kc.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: opts.FieldSelector, Limit: 1})
+	if err != nil {
+		return
+	}
+	opts.ResourceVersion = list.ResourceVersion // only what happens from now on
+	w, err := kc.CoreV1().Events(ns).Watch(ctx, opts)
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	seen := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return
+			}
+			e, ok := ev.Object.(*corev1.Event)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			obj := e.InvolvedObject
+			key := obj.Kind + "/" + obj.Name + "|" + e.Reason + "|" + e.Message
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			p.Warnf("%s %s/%s: %s: %s", obj.Kind, obj.Namespace, obj.Name, e.Reason, strings.TrimSpace(e.Message))
+		}
+	}
 }
 
 func ensureNamespace(ctx context.Context, kc kubernetes.Interface, ns string) error {
