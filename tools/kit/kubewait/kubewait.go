@@ -60,11 +60,20 @@ type State struct {
 	// Message says why it is not ready: the condition's reason and message,
 	// "not found yet", or a stale generation.
 	Message string
+	// Failed: the condition is False (the controller refused, for now).
+	Failed bool
+	// LastFailure is the last False message seen while the condition has
+	// since gone back to Unknown (a controller retrying): the reason the
+	// user needs when the wait runs out mid-retry.
+	LastFailure string
 }
 
 func (s State) String() string {
 	if s.Ready {
 		return s.Target.String() + ": " + s.Target.condition()
+	}
+	if s.LastFailure != "" {
+		return s.Target.String() + ": " + s.Message + " (last failure: " + s.LastFailure + ")"
 	}
 	return s.Target.String() + ": " + s.Message
 }
@@ -105,7 +114,7 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	w := &waiter{o: o, states: make([]State, len(targets))}
+	w := &waiter{o: o, states: make([]State, len(targets)), lastFail: map[int]string{}}
 	for i, t := range targets {
 		w.states[i] = State{Target: t, Message: "not found yet"}
 	}
@@ -129,14 +138,23 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 }
 
 type waiter struct {
-	o      Options
-	mu     sync.Mutex
-	states []State
+	o        Options
+	mu       sync.Mutex
+	states   []State
+	lastFail map[int]string
 }
 
 func (w *waiter) set(i int, s State) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	switch {
+	case s.Failed:
+		w.lastFail[i] = s.Message
+	case s.Ready:
+		delete(w.lastFail, i)
+	default:
+		s.LastFailure = w.lastFail[i]
+	}
 	if w.states[i] == s {
 		return
 	}
@@ -238,6 +256,7 @@ func Evaluate(u *unstructured.Unstructured, t Target) State {
 		}
 		s.Message = strings.TrimSpace(fmt.Sprintf("%s=%s %s: %s", t.condition(), status, reason, msg))
 		s.Message = strings.TrimSuffix(s.Message, ":")
+		s.Failed = status == "False"
 		return s
 	}
 	s.Message = "no " + t.condition() + " condition yet"

@@ -108,8 +108,10 @@ func TestWaitsForTheRealFluxControllers(t *testing.T) {
 		if !errors.As(err, &te) || len(te.Blocking) != 1 || te.Blocking[0].Target.Name != "broken" {
 			t.Fatalf("err = %v", err)
 		}
-		if msg := te.Blocking[0].Message; !strings.Contains(msg, "Ready=False") || !strings.Contains(msg, "Not_A_Valid_Name") {
-			t.Errorf("blocking message %q must carry Flux's reason", msg)
+		// Flux retries, so the wait may end on False or back on Unknown;
+		// either way the refusal's reason is there.
+		if msg := te.Blocking[0].String(); !strings.Contains(msg, "Not_A_Valid_Name") {
+			t.Errorf("blocking %q must carry Flux's reason", msg)
 		}
 	})
 
@@ -155,5 +157,35 @@ func TestAStaleReadyIsNotReady(t *testing.T) {
 	var te *kubewait.TimeoutError
 	if !errors.As(err, &te) || !strings.Contains(te.Blocking[0].Message, "stale (it speaks for generation 1, the object is at 2)") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A controller that retries flips False, Unknown, False: the last failure
+// stays visible while the condition is Unknown.
+func TestTheLastFailureOutlivesARetry(t *testing.T) {
+	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.FluxKustomize}})
+	ctx := context.Background()
+	cluster.CreateYAML(t, ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-system}\n")
+	u := cluster.CreateYAML(t, ctx, kustomization("k", "x"))
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		if err := testenv.SetCondition(ctx, cluster.Client, u, metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: msg, ObservedGeneration: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		set(metav1.ConditionFalse, "BuildFailed", "kustomize build failed: bad patch")
+		time.Sleep(300 * time.Millisecond)
+		set(metav1.ConditionUnknown, "Progressing", "Reconciliation in progress")
+	}()
+	dyn := dynamic.NewForConfigOrDie(cluster.Config)
+	err := kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: 2 * time.Second}, ks("k"))
+	var te *kubewait.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("err = %v", err)
+	}
+	got := te.Blocking[0].String()
+	if !strings.Contains(got, "Ready=Unknown Progressing") || !strings.Contains(got, "(last failure: Ready=False BuildFailed: kustomize build failed: bad patch)") {
+		t.Errorf("blocking %q", got)
 	}
 }

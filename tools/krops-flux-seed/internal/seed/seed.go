@@ -184,7 +184,7 @@ func Seed(ctx context.Context, o Options) error {
 
 // streamWarnings prints each Warning event recorded in ns while the wait
 // runs (Flux's controllers say there why something does not reconcile),
-// once per object, reason and message; it returns when ctx ends.
+// once per object and reason; it returns when ctx ends.
 func streamWarnings(ctx context.Context, kc kubernetes.Interface, ns string, p *ui.Progress) {
 	opts := metav1.ListOptions{FieldSelector: "type=Warning"}
 	list, err := kc.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: opts.FieldSelector, Limit: 1})
@@ -211,7 +211,9 @@ func streamWarnings(ctx context.Context, kc kubernetes.Interface, ns string, p *
 				continue
 			}
 			obj := e.InvolvedObject
-			key := obj.Kind + "/" + obj.Name + "|" + e.Reason + "|" + e.Message
+			// Once per object and reason: a retrying controller repeats the
+			// same failure with details that change (temporary paths).
+			key := obj.Kind + "/" + obj.Name + "|" + e.Reason
 			if seen[key] {
 				continue
 			}
