@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
@@ -176,16 +176,10 @@ func seedAction(c *ucli.Context) error {
 	}
 	sel := ch.sel
 	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
-	kubeconfig := sel.Knobs.Kubeconfig
-	if strings.Contains(kubeconfig, string(os.PathListSeparator)) {
-		return cli.Usagef("KUBECONFIG=%q is a list of files: krops binds every call to one explicit file and context", kubeconfig)
-	}
-	if kubeconfig == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return cli.Usagef("KUBECONFIG is unset and there is no home directory: set KUBECONFIG")
-		}
-		kubeconfig = filepath.Join(home, ".kube", "config")
+	home, _ := os.UserHomeDir()
+	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
+	if err != nil {
+		return cli.UsageError(err)
 	}
 	kctx := c.String("context")
 	if kctx == "" {

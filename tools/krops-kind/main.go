@@ -19,6 +19,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/engine"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/lock"
 	"github.com/kropsdev/krops/tools/kit/proc"
 	"github.com/kropsdev/krops/tools/kit/ui"
@@ -26,7 +27,6 @@ import (
 	"github.com/kropsdev/krops/tools/krops-kind/internal/enginenet"
 	"github.com/kropsdev/krops/tools/krops-kind/internal/kindcfg"
 	"github.com/kropsdev/krops/tools/krops-kind/internal/kindlib"
-	"github.com/kropsdev/krops/tools/krops-kind/internal/kubecfg"
 )
 
 // version is stamped at build time (-X main.version=...).

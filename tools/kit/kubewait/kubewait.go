@@ -217,17 +217,12 @@ func (w *waiter) one(ctx context.Context, i int, t Target) error {
 		return s.Ready, nil
 	})
 	if err != nil && ctx.Err() == nil {
-		if apierrors.IsNotFound(err) || meta404(err) {
+		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("waiting for %s: the API server does not serve %s: %w", t, t.Resource, err)
 		}
 		return fmt.Errorf("waiting for %s: %w", t, err)
 	}
 	return nil
-}
-
-func meta404(err error) bool {
-	var se *apierrors.StatusError
-	return errors.As(err, &se) && se.ErrStatus.Code == 404
 }
 
 // Evaluate says where an object stands against its target.

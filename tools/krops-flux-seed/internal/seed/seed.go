@@ -417,12 +417,13 @@ func applyInstance(ctx context.Context, dyn dynamic.Interface, o Options) error 
 			return nil
 		}
 	} else if !apierrors.IsNotFound(err) {
-		if meta := (&apierrors.StatusError{}); errors.As(err, &meta) && meta.ErrStatus.Code == 404 {
-			return fmt.Errorf("the cluster does not serve FluxInstance (fluxcd.controlplane.io/v1): the Flux Operator's CRDs are missing")
-		}
 		return fmt.Errorf("reading FluxInstance %s/%s: %w", o.Namespace, FluxInstanceName, err)
 	}
 	if _, err := ri.Apply(ctx, FluxInstanceName, want, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Applying answers NotFound only when the type is not served.
+			return fmt.Errorf("the cluster does not serve FluxInstance (fluxcd.controlplane.io/v1): the Flux Operator's CRDs are missing: %w", err)
+		}
 		return fmt.Errorf("applying FluxInstance %s/%s: %w", o.Namespace, FluxInstanceName, err)
 	}
 	return nil

@@ -15,10 +15,10 @@ import (
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/proc"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-kind/internal/kindcfg"
-	"github.com/kropsdev/krops/tools/krops-kind/internal/kubecfg"
 )
 
 // Kind is what krops needs of sigs.k8s.io/kind's cluster provider.

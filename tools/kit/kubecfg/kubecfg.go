@@ -1,6 +1,6 @@
-// Package kubecfg writes the kind cluster's credentials into the user's
-// kubeconfig: one file, mode 0600, every existing context kept, and the
-// current context left alone (krops binds every call to an explicit
+// Package kubecfg resolves the one kubeconfig file krops uses (KUBECONFIG,
+// never a list) and writes a cluster's credentials into it: mode 0600,
+// every existing context kept, and the current context left alone (krops binds every call to an explicit
 // context, so it never needs to switch the user's).
 package kubecfg
 
