@@ -171,6 +171,13 @@ func TestKindConfigPivotEndpointAndTeardown(t *testing.T) {
 	if got := calls(t, dir); got[len(got)-1] != "port local-management-lb 6443/tcp" {
 		t.Errorf("last engine call %q", got[len(got)-1])
 	}
+	// A workload cluster's endpoint (krops-flux-seed's follow-up wait).
+	if in, err = c.PivotInputs(ctx, sdk.PivotInputsRequest{Cluster: "local-workload"}); err != nil || in.Server != "https://127.0.0.1:55001" {
+		t.Errorf("workload endpoint %q %v", in.Server, err)
+	}
+	if got := calls(t, dir); got[len(got)-1] != "port local-workload-lb 6443/tcp" {
+		t.Errorf("last engine call %q", got[len(got)-1])
+	}
 	in, err = c.PivotInputs(ctx, sdk.PivotInputsRequest{InToolbox: true})
 	if err != nil || in.Server != "" {
 		t.Errorf("inside the toolbox the recorded endpoint is reachable: %q %v", in.Server, err)

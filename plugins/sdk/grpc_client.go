@@ -157,7 +157,7 @@ func (c *Client) PivotInputs(ctx context.Context, req PivotInputsRequest) (Pivot
 	if err := c.need(CapPivotInputs); err != nil {
 		return PivotInputs{}, err
 	}
-	resp, err := c.rpc.PivotInputs(ctx, &pb.PivotInputsRequest{Kubeconfig: req.Kubeconfig, InToolbox: req.InToolbox})
+	resp, err := c.rpc.PivotInputs(ctx, &pb.PivotInputsRequest{Kubeconfig: req.Kubeconfig, InToolbox: req.InToolbox, Cluster: req.Cluster})
 	if err != nil {
 		return PivotInputs{}, c.wrap("PivotInputs", err)
 	}

@@ -147,7 +147,7 @@ func (s *grpcServer) PivotInputs(ctx context.Context, req *pb.PivotInputsRequest
 	if err := s.require(CapPivotInputs); err != nil {
 		return nil, err
 	}
-	in, err := s.impl.PivotInputs(ctx, PivotInputsRequest{Kubeconfig: req.GetKubeconfig(), InToolbox: req.GetInToolbox()})
+	in, err := s.impl.PivotInputs(ctx, PivotInputsRequest{Kubeconfig: req.GetKubeconfig(), InToolbox: req.GetInToolbox(), Cluster: req.GetCluster()})
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -124,6 +124,9 @@ type HookRequest struct {
 type PivotInputsRequest struct {
 	Kubeconfig []byte
 	InToolbox  bool
+	// Cluster is the Cluster the kubeconfig belongs to; "" is the
+	// management cluster. For another cluster only Server is read.
+	Cluster string
 }
 
 // PivotInputs is what the pivot needs from the provider.

@@ -5,13 +5,23 @@ go 1.26.0
 require (
 	filippo.io/age v1.3.2
 	github.com/google/go-containerregistry v0.22.1
-	github.com/kropsdev/krops/tools/kit v0.0.0-00010101000000-000000000000
+	github.com/kropsdev/krops/tools/kit v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 	helm.sh/helm/v4 v4.3.2
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
+)
+
+require (
+	github.com/golang/protobuf v1.5.4 // indirect
+	github.com/hashicorp/go-hclog v1.6.3 // indirect
+	github.com/hashicorp/go-plugin v1.8.0 // indirect
+	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/oklog/run v1.1.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
 )
 
 require (
@@ -79,6 +89,7 @@ require (
 	github.com/knadh/koanf/providers/confmap v1.0.1 // indirect
 	github.com/knadh/koanf/providers/rawbytes v1.0.0 // indirect
 	github.com/knadh/koanf/v2 v2.4.1 // indirect
+	github.com/kropsdev/krops/plugins/sdk v0.0.0
 	github.com/lann/builder v0.0.0-20180802200727-47ae307949d0 // indirect
 	github.com/lann/ps v0.0.0-20150810152359-62de8c46ede0 // indirect
 	github.com/lib/pq v1.12.3 // indirect

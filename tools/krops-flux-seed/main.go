@@ -16,6 +16,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
@@ -36,7 +38,7 @@ func main() {
 var knobs = []string{
 	"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_KIND_CLUSTER", "BOOTSTRAP_KUBECONTEXT", "KUBECONFIG", "KROPS_REGISTRY_NAME",
 	"REGISTRY_PORT", "GIT_REPO_URL", "GITHUB_USER", "AGE_KEY_FILE", "AGE_PUBLIC_KEY", "OCI_REPOSITORY", "OCI_TAG",
-	"LOCAL_RECONCILE_TIMEOUT", "KROPS_RUN_ID", "KROPS_RUN_TTL", "KROPS_REVISION", "KROPS_RUN_KIND",
+	"LOCAL_RECONCILE_TIMEOUT", "KROPS_TOOLBOX", "KROPS_PLUGIN_DIR", "KROPS_RUN_ID", "KROPS_RUN_TTL", "KROPS_REVISION", "KROPS_RUN_KIND",
 }
 
 func run(args []string) int {
@@ -46,6 +48,7 @@ func run(args []string) int {
 		&ucli.StringFlag{Name: "chart-repository", Value: seed.DefaultChartRepository, Usage: "oci:// repository holding the flux-operator chart"},
 		&ucli.StringFlag{Name: "registry-in-cluster", Usage: "registry address the cluster pulls the artifact from (sync = oci; default: <registry-name>:5000)"},
 		&ucli.StringSliceFlag{Name: "wait-for", Usage: "also wait for this Kustomization in the Flux namespace (repeatable; flux-system always)"},
+		&ucli.BoolFlag{Name: "no-follow", Usage: "wait for the FluxInstance, flux-system and --wait-for only, not the environment's [seed] chain"},
 		&ucli.BoolFlag{Name: "no-wait", Usage: "apply and return without waiting for Flux"},
 	}
 	app := cli.New(cli.Options{
@@ -55,8 +58,13 @@ func run(args []string) int {
 		Description: `Installs the Flux Operator (Helm, chart [charts] flux-operator), writes the run metadata (ConfigMap krops-run),
 the secrets Flux reads the repository with (sync = github: flux-github-pat, sops-age), publishes the local config
 artifact (sync = oci), applies the FluxInstance "flux", and waits by watch until it and the flux-system
-Kustomization are Ready (LOCAL_RECONCILE_TIMEOUT). Every step is idempotent: a rerun on a seeded cluster changes
-nothing. The preflight runs first and nothing changes unless it passes.
+Kustomization are Ready. It then follows the environment's chain ([environments.<env>.seed]): the Kustomizations
+listed in "wait", then each workload cluster in "workloads" through the kubeconfig Secret Cluster API writes for
+it, until that cluster's own flux-system is Ready. LOCAL_RECONCILE_TIMEOUT bounds each stage; on timeout the
+blocking objects are listed with Flux's messages. Ctrl-C stops a wait cleanly (nothing is undone; rerun to go on).
+
+Every step is idempotent: a rerun on a seeded cluster changes nothing. The preflight runs first and nothing
+changes unless it passes.
 
 The cluster is named explicitly: --kubeconfig (KUBECONFIG, one file) and --context (default: the kind context).
 Secret values (GITHUB_TOKEN, the age key) come from the environment and a file, never from arguments, and never
@@ -192,7 +200,37 @@ func seedAction(c *ucli.Context) error {
 		Run: runmeta.Options{Environment: sel.Environment.Name, Now: time.Now(), RunID: sel.Knobs.RunID, Revision: firstNonEmpty(sel.Knobs.Revision, ch.revision),
 			TTL: sel.Knobs.RunTTL, RunKind: sel.Knobs.RunKind},
 		Wait: append([]string{"flux-system"}, c.StringSlice("wait-for")...), WaitTimeout: sel.Knobs.LocalReconcileTimeout,
-		Progress: prog,
+		WorkloadNamespace: sel.Config.Bootstrap.MgmtNamespace,
+		Progress:          prog,
+	}
+	if !c.Bool("no-follow") {
+		o.Wait = append(o.Wait, sel.Environment.Seed.Wait...)
+		o.Workloads = sel.Environment.Seed.Workloads
+	}
+	if len(o.Workloads) > 0 && !sel.Knobs.Toolbox {
+		// Outside the toolbox a workload's recorded endpoint may be
+		// reachable only inside the provider's network: the provider knows
+		// the address to use instead. Loaded only when a wait needs it.
+		var provider *sdk.Client
+		defer func() {
+			if provider != nil {
+				provider.Close()
+			}
+		}()
+		o.Endpoint = func(ctx context.Context, cluster string, kubeconfig []byte) (string, error) {
+			if provider == nil {
+				p, err := host.Load(ctx, host.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
+				if err != nil {
+					return "", err
+				}
+				provider = p
+			}
+			if !provider.Description().Has(sdk.CapPivotInputs) {
+				return "", nil
+			}
+			in, err := provider.PivotInputs(ctx, sdk.PivotInputsRequest{Kubeconfig: kubeconfig, Cluster: cluster})
+			return in.Server, err
+		}
 	}
 	if c.Bool("no-wait") {
 		o.WaitTimeout = 0
@@ -220,13 +258,20 @@ func seedAction(c *ucli.Context) error {
 	}
 	err = seed.Seed(c.Context, o)
 	var te *kubewait.TimeoutError
+	var we *seed.WorkloadError
+	where := "the FluxInstance and Kustomizations were"
+	if errors.As(err, &we) {
+		where = "workload cluster " + we.Cluster + "'s Flux was"
+	}
 	switch {
 	case errors.As(err, &te):
 		fmt.Fprintln(c.App.ErrWriter, "Blocking:")
 		for _, s := range te.Blocking {
 			fmt.Fprintf(c.App.ErrWriter, "  %s\n", s)
 		}
-		return fmt.Errorf("the FluxInstance and Kustomizations were not Ready within LOCAL_RECONCILE_TIMEOUT (%s); rerun `krops-flux-seed %s` once the blocking objects above are fixed", te.Timeout, sel.Environment.Name)
+		return fmt.Errorf("%s not Ready within LOCAL_RECONCILE_TIMEOUT (%s); rerun `krops-flux-seed %s` once the blocking objects above are fixed", where, te.Timeout, sel.Environment.Name)
+	case errors.Is(err, kubewait.ErrInterrupted):
+		return fmt.Errorf("%w; everything applied so far stays; rerun `krops-flux-seed %s` to go on", err, sel.Environment.Name)
 	case errors.Is(err, seed.ErrRunMetadata):
 		return cli.UsageError(err)
 	}

@@ -118,6 +118,8 @@ func TestValidationErrorsNameFileKeyAndAllowedValues(t *testing.T) {
 		{"bad chart version", strings.Replace(minimal, `"0.61.0"`, `"latest"`, 1), []string{"charts.flux-operator", `"latest"`}},
 		{"lower-case manifest var", minimal + "[environments.one.pivot-manifest-vars]\ngcp_thing = \"x\"\n", []string{"pivot-manifest-vars.gcp_thing", "UPPER_SNAKE_CASE"}},
 		{"incomplete aws workload", minimal + "[[environments.one.teardown.aws-workloads]]\nregion = \"eu-west-1\"\n", []string{"aws-workloads[0].cluster-name", "aws-workloads[0].rds-instance"}},
+		{"bad seed wait name", minimal + "[environments.one.seed]\nwait = [\"addons\", \"Flux_Apps\"]\nworkloads = [\"w/1\"]\n", []string{"environments.one.seed.wait[1]", `"Flux_Apps" is not a Kubernetes object name`, "environments.one.seed.workloads[0]"}},
+		{"unknown seed key", minimal + "[environments.one.seed]\nwait-for = [\"a\"]\n", []string{`"environments.one.seed.wait-for"`, "wait, workloads"}},
 		{"bad account id", minimal + "allowed-accounts = [\"12345\"]\n", []string{"environments.one.allowed-accounts[0]", "12 digits"}},
 		{"wrong type", strings.Replace(minimal, `sync = "oci"`, `sync = 1`, 1), []string{"bootstrap.toml", "sync"}},
 		{"not toml", "[bootstrap\n", []string{"bootstrap.toml", "not valid TOML"}},

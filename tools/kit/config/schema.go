@@ -75,6 +75,7 @@ type Environment struct {
 	// AllowedAccounts, when set, are the only cloud accounts the provider
 	// may work in; any other account is refused before anything is listed.
 	AllowedAccounts []string    `koanf:"allowed-accounts"`
+	Seed            EnvSeed     `koanf:"seed"`
 	Teardown        EnvTeardown `koanf:"teardown"`
 
 	// MgmtReadyTimeout is MgmtReadyTimeoutText parsed during validation.
@@ -87,6 +88,17 @@ type MoveFallback struct {
 	Resource string `koanf:"resource"`
 	Name     string `koanf:"name"`
 	Manifest string `koanf:"manifest"`
+}
+
+// EnvSeed says how long krops-flux-seed follows Flux after it has taken
+// over: beyond the FluxInstance and flux-system, which it always waits for.
+type EnvSeed struct {
+	// Wait are Kustomizations in the Flux namespace that must be Ready.
+	Wait []string `koanf:"wait"`
+	// Workloads are Clusters (in mgmt-namespace) whose own flux-system
+	// Kustomization must then be Ready, reached through the kubeconfig
+	// Secret Cluster API writes for them.
+	Workloads []string `koanf:"workloads"`
 }
 
 // EnvTeardown says what teardown removes for one environment.

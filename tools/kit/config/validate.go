@@ -14,6 +14,7 @@ var (
 	upperSnake   = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 	sha256Hex    = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	awsAccount   = regexp.MustCompile(`^[0-9]{12}$`)
+	objectName   = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
 	chartVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$`)
 )
 
@@ -148,6 +149,16 @@ func (c *Config) validateEnvironment(env *Environment) []error {
 		req(k+".resource", fb.Resource)
 		req(k+".name", fb.Name)
 		req(k+".manifest", fb.Manifest)
+	}
+	for _, f := range []struct {
+		field string
+		names []string
+	}{{"seed.wait", env.Seed.Wait}, {"seed.workloads", env.Seed.Workloads}} {
+		for i, n := range f.names {
+			if len(n) > 253 || !objectName.MatchString(n) {
+				errs = append(errs, c.problem(fmt.Sprintf("%s[%d]", key(f.field), i), "%q is not a Kubernetes object name (lower-case letters, digits and dashes)", n))
+			}
+		}
 	}
 	for i, w := range env.Teardown.AWSWorkloads {
 		k := fmt.Sprintf("teardown.aws-workloads[%d]", i)

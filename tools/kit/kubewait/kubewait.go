@@ -36,9 +36,15 @@ type Target struct {
 	Name      string
 	// Condition must be True; default Ready.
 	Condition string
+	// Exists makes the object's presence enough (a Secret, which has no
+	// conditions).
+	Exists bool
 }
 
 func (t Target) condition() string {
+	if t.Exists {
+		return "present"
+	}
 	if t.Condition == "" {
 		return "Ready"
 	}
@@ -228,6 +234,10 @@ func (w *waiter) one(ctx context.Context, i int, t Target) error {
 // Evaluate says where an object stands against its target.
 func Evaluate(u *unstructured.Unstructured, t Target) State {
 	s := State{Target: t, Found: true}
+	if t.Exists {
+		s.Ready = true
+		return s
+	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)

@@ -209,9 +209,10 @@ func (p *Provider) registryURL() string {
 	return fmt.Sprintf("http://localhost:%d/v2/", p.s.registryPort)
 }
 
-// PivotInputs rewrites the management cluster's API endpoint to the port its
-// load balancer container publishes on the host: the address CAPD records is
-// only reachable from inside the kind network.
+// PivotInputs rewrites a cluster's API endpoint (the management cluster's
+// unless the request names another) to the port its load balancer container
+// publishes on the host: the address CAPD records is only reachable from
+// inside the kind network.
 func (p *Provider) PivotInputs(ctx context.Context, req sdk.PivotInputsRequest) (sdk.PivotInputs, error) {
 	if req.InToolbox || p.s.toolbox {
 		return sdk.PivotInputs{}, nil
@@ -220,7 +221,11 @@ func (p *Provider) PivotInputs(ctx context.Context, req sdk.PivotInputsRequest) 
 	if err != nil {
 		return sdk.PivotInputs{}, err
 	}
-	lb := p.s.mgmtCluster + "-lb"
+	cluster := req.Cluster
+	if cluster == "" {
+		cluster = p.s.mgmtCluster
+	}
+	lb := cluster + "-lb"
 	res, err := e.Run(ctx, "port", lb, "6443/tcp")
 	if err != nil {
 		return sdk.PivotInputs{}, fmt.Errorf("finding the published API port of %s: %w", lb, err)

@@ -858,7 +858,11 @@ type PivotInputsRequest struct {
 	// kubeconfig of the target (management) cluster as recorded by CAPI.
 	Kubeconfig []byte `protobuf:"bytes,1,opt,name=kubeconfig,proto3" json:"kubeconfig,omitempty"`
 	// in_toolbox is true when the host runs inside the toolbox container.
-	InToolbox     bool `protobuf:"varint,2,opt,name=in_toolbox,json=inToolbox,proto3" json:"in_toolbox,omitempty"`
+	InToolbox bool `protobuf:"varint,2,opt,name=in_toolbox,json=inToolbox,proto3" json:"in_toolbox,omitempty"`
+	// cluster is the Cluster the kubeconfig belongs to; empty means the
+	// environment's management cluster. krops-flux-seed asks for a workload
+	// cluster's endpoint this way, and reads only the server of the answer.
+	Cluster       string `protobuf:"bytes,3,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -905,6 +909,13 @@ func (x *PivotInputsRequest) GetInToolbox() bool {
 		return x.InToolbox
 	}
 	return false
+}
+
+func (x *PivotInputsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
 }
 
 type PivotInputsResponse struct {
@@ -1644,13 +1655,14 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"kubeconfig\x12\x18\n" +
 	"\acontext\x18\x03 \x01(\tR\acontext\"*\n" +
 	"\fHookResponse\x12\x1a\n" +
-	"\bmessages\x18\x01 \x03(\tR\bmessages\"S\n" +
+	"\bmessages\x18\x01 \x03(\tR\bmessages\"m\n" +
 	"\x12PivotInputsRequest\x12\x1e\n" +
 	"\n" +
 	"kubeconfig\x18\x01 \x01(\fR\n" +
 	"kubeconfig\x12\x1d\n" +
 	"\n" +
-	"in_toolbox\x18\x02 \x01(\bR\tinToolbox\"K\n" +
+	"in_toolbox\x18\x02 \x01(\bR\tinToolbox\x12\x18\n" +
+	"\acluster\x18\x03 \x01(\tR\acluster\"K\n" +
 	"\x13PivotInputsResponse\x12\x1c\n" +
 	"\tmanifests\x18\x01 \x03(\fR\tmanifests\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\"\x17\n" +

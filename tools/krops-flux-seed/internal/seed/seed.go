@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
@@ -98,10 +97,19 @@ type Options struct {
 	CopyFrom *Cluster
 	Operator OperatorOptions
 	// Wait lists the Kustomizations (in the Flux namespace) to wait for
-	// after the FluxInstance; zero Timeout skips the waits.
+	// with the FluxInstance; zero WaitTimeout skips every wait, and it
+	// bounds each stage of the chain.
 	Wait        []string
 	WaitTimeout time.Duration
-	Progress    *ui.Progress
+	// Workloads are Clusters in WorkloadNamespace whose own flux-system
+	// Kustomization the seed then follows, one after the other.
+	Workloads         []string
+	WorkloadNamespace string
+	// Endpoint, when set, gives the address a workload cluster is reached
+	// at instead of the one Cluster API recorded (the provider's rewrite
+	// outside the provider's network); "" keeps the recorded one.
+	Endpoint func(ctx context.Context, cluster string, kubeconfig []byte) (string, error)
+	Progress *ui.Progress
 }
 
 // Seed runs every step in order and stops at the first failure.
@@ -151,35 +159,7 @@ func Seed(ctx context.Context, o Options) error {
 	if o.WaitTimeout == 0 {
 		return nil
 	}
-	targets := []kubewait.Target{{Resource: fluxInstances, Kind: "FluxInstance", Namespace: o.Namespace, Name: FluxInstanceName}}
-	for _, k := range o.Wait {
-		targets = append(targets, kubewait.Target{Resource: Kustomizations, Kind: "Kustomization", Namespace: o.Namespace, Name: k})
-	}
-	return p.Step(ctx, fmt.Sprintf("waiting for Flux to take over (up to %s)", o.WaitTimeout), func(ctx context.Context) error {
-		events, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); streamWarnings(events, kc, o.Namespace, p) }()
-		defer func() { stop(); <-done }()
-		last := ""
-		return kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: o.WaitTimeout, OnChange: func(states []kubewait.State) {
-			ready, blocking := 0, ""
-			for _, s := range states {
-				if s.Ready {
-					ready++
-				} else if blocking == "" {
-					blocking = s.String()
-				}
-			}
-			line := fmt.Sprintf("%d of %d ready", ready, len(states))
-			if blocking != "" {
-				line += "; waiting for " + blocking
-			}
-			if line != last {
-				last = line
-				p.Infof("%s", line)
-			}
-		}}, targets...)
-	})
+	return waitChain(ctx, o, kc, dyn)
 }
 
 // streamWarnings prints each Warning event recorded in ns while the wait
