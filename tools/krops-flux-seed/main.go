@@ -23,9 +23,9 @@ import (
 	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/internal/preflight"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/internal/publish"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/internal/seed"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/preflight"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/publish"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
 )
 
 // version is stamped at build time (-X main.version=...).

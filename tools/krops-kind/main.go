@@ -23,10 +23,10 @@ import (
 	"github.com/kropsdev/krops/tools/kit/lock"
 	"github.com/kropsdev/krops/tools/kit/proc"
 	"github.com/kropsdev/krops/tools/kit/ui"
-	"github.com/kropsdev/krops/tools/krops-kind/internal/bootcluster"
-	"github.com/kropsdev/krops/tools/krops-kind/internal/enginenet"
-	"github.com/kropsdev/krops/tools/krops-kind/internal/kindcfg"
-	"github.com/kropsdev/krops/tools/krops-kind/internal/kindlib"
+	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
+	"github.com/kropsdev/krops/tools/krops-kind/enginenet"
+	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
+	"github.com/kropsdev/krops/tools/krops-kind/kindlib"
 )
 
 // version is stamped at build time (-X main.version=...).

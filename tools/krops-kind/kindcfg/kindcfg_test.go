@@ -88,7 +88,7 @@ func TestDriftSaysWhatDiffers(t *testing.T) {
 }
 
 func TestNodeImageFromTheInventory(t *testing.T) {
-	raw, err := os.ReadFile("../../../../airgap/images.txt")
+	raw, err := os.ReadFile("../../../airgap/images.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 func TestPublishPacksOnlyTheSyncedTreesReproducibly(t *testing.T) {
 	reg := testenv.Registry(t)
-	root, err := filepath.Abs("../../../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

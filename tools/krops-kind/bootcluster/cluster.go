@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
-	"github.com/kropsdev/krops/tools/krops-kind/internal/kindcfg"
+	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
 )
 
 // Record of how krops created the cluster, read back on reuse to detect

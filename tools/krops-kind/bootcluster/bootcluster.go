@@ -18,7 +18,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/proc"
 	"github.com/kropsdev/krops/tools/kit/ui"
-	"github.com/kropsdev/krops/tools/krops-kind/internal/kindcfg"
+	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
 )
 
 // Kind is what krops needs of sigs.k8s.io/kind's cluster provider.
