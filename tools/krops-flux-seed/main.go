@@ -10,22 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
-	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/preflight"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/publish"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seedconfig"
 )
 
 // version is stamped at build time (-X main.version=...).
@@ -82,48 +76,12 @@ appear in output. docs/flux-seed.md has the details.`,
 	return cli.Run(context.Background(), app, args, cli.RunOptions{})
 }
 
-type checked struct {
-	sel      *cli.Selected
-	age      preflight.AgeKey
-	revision string
-}
-
-// check runs the preflight and reports every problem together.
-func check(c *ucli.Context) (*checked, error) {
+func check(c *ucli.Context) (*seedconfig.Checked, error) {
 	sel, err := cli.SelectEnvironment(c)
 	if err != nil {
 		return nil, err
 	}
-	ch := &checked{sel: sel}
-	if sel.Environment.Sync != seed.SyncGitHub {
-		return ch, nil
-	}
-	var problems []string
-	k := sel.Knobs
-	repo, err := preflight.ParseRepoURL(k.GitRepoURL)
-	if k.GitRepoURL == "" {
-		problems = append(problems, "GIT_REPO_URL is not set: the GitHub repository Flux syncs (https://github.com/<owner>/<repo>)")
-	} else if err != nil {
-		problems = append(problems, err.Error())
-	}
-	if !k.GitHubToken.IsSet() {
-		problems = append(problems, "GITHUB_TOKEN is not set: a token that can read the repository")
-	}
-	if len(problems) == 0 {
-		api := os.Getenv("GITHUB_API_URL")
-		sha, err := preflight.GitHub{API: api}.Branch(c.Context, repo, sel.Config.Bootstrap.GitBranch, k.GitHubToken.Reveal())
-		if err != nil {
-			problems = append(problems, err.Error())
-		}
-		ch.revision = sha
-	}
-	if ch.age, err = preflight.CheckAgeKey(k.AgeKeyFile, k.AgePublicKey); err != nil {
-		problems = append(problems, err.Error())
-	}
-	if len(problems) > 0 {
-		return nil, cli.UsageError(fmt.Errorf("preflight failed, nothing was changed:\n  %s", strings.Join(problems, "\n  ")))
-	}
-	return ch, nil
+	return seedconfig.Check(c.Context, sel)
 }
 
 func preflightAction(c *ucli.Context) error {
@@ -131,35 +89,12 @@ func preflightAction(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	if ch.sel.Environment.Sync == seed.SyncGitHub {
-		fmt.Fprintf(c.App.Writer, "✔ GitHub branch %s at %s\n✔ age key %s\n", ch.sel.Config.Bootstrap.GitBranch, ch.revision, ch.age.Public)
+	if ch.Sel.Environment.Sync == seed.SyncGitHub {
+		fmt.Fprintf(c.App.Writer, "✔ GitHub branch %s at %s\n✔ age key %s\n", ch.Sel.Config.Bootstrap.GitBranch, ch.Revision, ch.Age.Public)
 	} else {
-		fmt.Fprintf(c.App.Writer, "✔ sync = %s: nothing to check before seeding\n", ch.sel.Environment.Sync)
+		fmt.Fprintf(c.App.Writer, "✔ sync = %s: nothing to check before seeding\n", ch.Sel.Environment.Sync)
 	}
 	return nil
-}
-
-func localRef(sel *cli.Selected) string {
-	host := os.Getenv("REGISTRY_HOST")
-	if host == "" {
-		host = "localhost"
-	}
-	return fmt.Sprintf("%s:%d/%s:%s", host, sel.Knobs.RegistryPort, sel.Knobs.OCIRepository, sel.Knobs.OCITag)
-}
-
-func doPublish(c *ucli.Context, sel *cli.Selected, ref string, prog *ui.Progress) error {
-	src, err := publish.GitSource(c.Context, sel.Config.Root, sel.Lookup.Get)
-	if err != nil {
-		return cli.UsageError(err)
-	}
-	return prog.Step(c.Context, "publishing the config artifact to "+ref, func(ctx context.Context) error {
-		pinned, a, err := publish.Publish(ctx, publish.Options{Root: sel.Config.Root, Environment: sel.Environment.Name, SyncPath: sel.Environment.SyncPath,
-			Ref: ref, Insecure: true, Source: src})
-		if err == nil {
-			prog.Infof("%s: %d files, revision %s@sha1:%s", pinned, a.Files, src.Ref, src.SHA)
-		}
-		return err
-	})
 }
 
 func publishAction(c *ucli.Context) error {
@@ -172,9 +107,9 @@ func publishAction(c *ucli.Context) error {
 	}
 	ref := c.String("ref")
 	if ref == "" {
-		ref = localRef(sel)
+		ref = seedconfig.LocalRef(sel)
 	}
-	return doPublish(c, sel, ref, ui.New(ui.Options{Out: c.App.ErrWriter}))
+	return seedconfig.Publish(c.Context, sel, ref, ui.New(ui.Options{Out: c.App.ErrWriter}))
 }
 
 func seedAction(c *ucli.Context) error {
@@ -182,7 +117,7 @@ func seedAction(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	sel := ch.sel
+	sel := ch.Sel
 	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
 	home, _ := os.UserHomeDir()
 	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
@@ -193,68 +128,19 @@ func seedAction(c *ucli.Context) error {
 	if kctx == "" {
 		kctx = sel.Config.Bootstrap.KindContext
 	}
-	o := seed.Options{
-		Cluster: seed.Cluster{Kubeconfig: kubeconfig, Context: kctx}, Environment: sel.Environment.Name,
-		Namespace: sel.Config.Bootstrap.FluxNamespace, PATSecret: sel.Config.Bootstrap.GitHubPATSecret, AgeSecret: sel.Config.Bootstrap.SOPSAgeSecret,
-		Operator: seed.OperatorOptions{Repository: c.String("chart-repository"), Version: sel.Config.Charts.FluxOperator},
-		Run: runmeta.Options{Environment: sel.Environment.Name, Now: time.Now(), RunID: sel.Knobs.RunID, Revision: firstNonEmpty(sel.Knobs.Revision, ch.revision),
-			TTL: sel.Knobs.RunTTL, RunKind: sel.Knobs.RunKind},
-		Wait: append([]string{"flux-system"}, c.StringSlice("wait-for")...), WaitTimeout: sel.Knobs.LocalReconcileTimeout,
-		WorkloadNamespace: sel.Config.Bootstrap.MgmtNamespace,
-		Progress:          prog,
-	}
-	if !c.Bool("no-follow") {
-		o.Wait = append(o.Wait, sel.Environment.Seed.Wait...)
-		o.Workloads = sel.Environment.Seed.Workloads
-	}
-	if len(o.Workloads) > 0 && !sel.Knobs.Toolbox {
-		// Outside the toolbox a workload's recorded endpoint may be
-		// reachable only inside the provider's network: the provider knows
-		// the address to use instead. Loaded only when a wait needs it.
-		var provider *sdk.Client
-		defer func() {
-			if provider != nil {
-				provider.Close()
-			}
-		}()
-		o.Endpoint = func(ctx context.Context, cluster string, kubeconfig []byte) (string, error) {
-			if provider == nil {
-				p, err := host.Load(ctx, host.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
-				if err != nil {
-					return "", err
-				}
-				provider = p
-			}
-			if !provider.Description().Has(sdk.CapPivotInputs) {
-				return "", nil
-			}
-			in, err := provider.PivotInputs(ctx, sdk.PivotInputsRequest{Kubeconfig: kubeconfig, Cluster: cluster})
-			return in.Server, err
-		}
-	}
-	if c.Bool("no-wait") {
-		o.WaitTimeout = 0
+	p := seedconfig.Params{
+		Cluster: seed.Cluster{Kubeconfig: kubeconfig, Context: kctx}, ChartRepository: c.String("chart-repository"),
+		RegistryInCluster: c.String("registry-in-cluster"), WaitFor: c.StringSlice("wait-for"), NoFollow: c.Bool("no-follow"), NoWait: c.Bool("no-wait"),
+		Progress: prog, PluginStderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
 	}
 	if from := c.String("copy-run-from"); from != "" {
 		path, fctx, _ := strings.Cut(from, ":")
-		o.CopyFrom = &seed.Cluster{Kubeconfig: path, Context: fctx}
+		p.CopyFrom = &seed.Cluster{Kubeconfig: path, Context: fctx}
 	}
-	switch sel.Environment.Sync {
-	case seed.SyncGitHub:
-		repo, _ := preflight.ParseRepoURL(sel.Knobs.GitRepoURL)
-		o.Sync = seed.Sync{Kind: seed.SyncGitHub, URL: "https://github.com/" + repo.String(), Ref: "refs/heads/" + sel.Config.Bootstrap.GitBranch, Path: sel.Environment.SyncPath}
-		o.Secrets = seed.Secrets{GitHubUser: sel.Knobs.GitHubUser, GitHubToken: sel.Knobs.GitHubToken.Reveal(), AgeIdentity: ch.age.Identity, AgePublic: ch.age.Public}
-	case seed.SyncOCI:
-		inCluster := c.String("registry-in-cluster")
-		if inCluster == "" {
-			inCluster = sel.Config.Bootstrap.RegistryName + ":" + strconv.Itoa(5000)
-		}
-		if err := doPublish(c, sel, localRef(sel), prog); err != nil {
-			return err
-		}
-		o.Sync = seed.Sync{Kind: seed.SyncOCI, URL: "oci://" + inCluster + "/" + sel.Knobs.OCIRepository, Ref: sel.Knobs.OCITag, Path: sel.Environment.SyncPath, Insecure: true}
-	default:
-		return cli.Usagef("environment %s: sync %q is not github or oci", sel.Environment.Name, sel.Environment.Sync)
+	o, release, err := seedconfig.Options(c.Context, ch, p)
+	defer release()
+	if err != nil {
+		return err
 	}
 	err = seed.Seed(c.Context, o)
 	var te *kubewait.TimeoutError
@@ -276,13 +162,4 @@ func seedAction(c *ucli.Context) error {
 		return cli.UsageError(err)
 	}
 	return err
-}
-
-func firstNonEmpty(v ...string) string {
-	for _, s := range v {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -18,15 +17,11 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
-	"github.com/kropsdev/krops/tools/kit/engine"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/lock"
-	"github.com/kropsdev/krops/tools/kit/proc"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
-	"github.com/kropsdev/krops/tools/krops-kind/enginenet"
-	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
-	"github.com/kropsdev/krops/tools/krops-kind/kindlib"
+	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
 )
 
 // version is stamped at build time (-X main.version=...).
@@ -75,11 +70,10 @@ over with a warning. docs/kind.md has the details.`,
 
 // setup is what every command reads.
 type setup struct {
-	sel    *cli.Selected
-	opts   bootcluster.Options
-	eng    *engine.Engine
-	engErr error
-	prog   *ui.Progress
+	*kindsetup.Setup
+	sel  *cli.Selected
+	opts bootcluster.Options
+	prog *ui.Progress
 }
 
 func load(c *ucli.Context) (*setup, error) {
@@ -87,82 +81,17 @@ func load(c *ucli.Context) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	home, _ := os.UserHomeDir()
-	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
-	if err != nil {
-		return nil, cli.UsageError(err)
-	}
-	images, err := sel.Config.RepoFile("airgap/images.txt", "airgap/images.txt")
-	if err != nil {
-		return nil, cli.UsageError(err)
-	}
-	raw, err := os.ReadFile(images)
-	if err != nil {
-		return nil, cli.UsageError(fmt.Errorf("reading the image inventory: %w", err))
-	}
-	nodeImage, err := kindcfg.NodeImage(raw, images)
-	if err != nil {
-		return nil, cli.UsageError(err)
-	}
 	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
-	s := &setup{sel: sel, prog: prog}
-	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
-	s.eng, s.engErr = engine.Detect(c.Context, engine.Options{
-		Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost,
-		Env: os.Environ(),
-	})
-	self, _ := os.Hostname()
-	mise := os.Getenv("KROPS_MISE_BIN")
-	s.opts = bootcluster.Options{
-		Name: sel.Config.Bootstrap.KindCluster, Context: sel.Config.Bootstrap.KindContext, Environment: sel.Environment.Name,
-		NodeImage: nodeImage, RunID: sel.Knobs.RunID, Kubeconfig: kubeconfig, Toolbox: sel.Knobs.Toolbox, Self: self,
-		PostCreateTask: sel.Environment.PostKindCreateTask, Mise: mise, RepoRoot: sel.Config.Root, Env: os.Environ(),
-		Runner: proc.Exec{}, Progress: prog, Out: c.App.Writer,
+	ks, err := kindsetup.Load(c.Context, sel, prog, c.App.Writer)
+	if err != nil {
+		return nil, err
 	}
-	if s.eng != nil {
-		// kind's library runs the engine's CLI with this process's
-		// environment, so what detection decided (CONTAINER_HOST in the
-		// toolbox, KIND_EXPERIMENTAL_PROVIDER for podman) must be in it.
-		for _, kv := range s.eng.Env {
-			if k, v, ok := strings.Cut(kv, "="); ok && (k == "CONTAINER_HOST" || k == "KIND_EXPERIMENTAL_PROVIDER") {
-				if err := os.Setenv(k, v); err != nil {
-					return nil, err
-				}
-			}
-		}
-		s.opts.EngineSock = s.eng.Sock
-		s.opts.Network = enginenet.Network{Run: s.eng.Run}
-		k, err := kindlib.New(s.eng.Name, nil)
-		if err != nil {
-			return nil, err
-		}
-		s.opts.Kind = k
-	}
-	return s, nil
-}
-
-// engineNeeded turns a failed detection into the error a user can act on.
-func (s *setup) engineNeeded() error {
-	if s.engErr != nil {
-		return cli.UsageError(fmt.Errorf("%w (and ENGINE_SOCK for a socket other than the engine's default)", s.engErr))
-	}
-	return nil
+	return &setup{Setup: ks, sel: sel, opts: ks.Options, prog: prog}, nil
 }
 
 // hold takes the cluster's host lock; a live holder is a refusal (exit 2).
 func (s *setup) hold(c *ucli.Context) (*lock.Lock, error) {
-	l, err := lock.Acquire(lock.Options{Name: "kind-" + s.opts.Name, Holder: lock.Holder{RunID: s.opts.RunID}})
-	var held *lock.HeldError
-	if errors.As(err, &held) {
-		return nil, cli.UsageError(err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if l.Previous != nil {
-		s.prog.Warnf("took over the lock of kind cluster %s from a run that is no longer running (%s)", s.opts.Name, l.Previous)
-	}
-	return l, nil
+	return kindsetup.Hold(s.opts.Name, s.opts.RunID, s.prog)
 }
 
 func (s *setup) loadProvider(c *ucli.Context) (*sdk.Client, error) {
@@ -180,11 +109,11 @@ func locked(c *ucli.Context) (*setup, *lock.Lock, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.engineNeeded(); err != nil {
+	if err := s.EngineNeeded(); err != nil {
 		l.Release()
 		return nil, nil, err
 	}
-	for _, w := range s.eng.Warnings {
+	for _, w := range s.Engine.Warnings {
 		s.prog.Warnf("%s", w)
 	}
 	return s, l, nil
@@ -236,10 +165,10 @@ func status(c *ucli.Context) error {
 	if h, held, err := lock.Status(lock.Options{Name: "kind-" + s.opts.Name}); err == nil && held {
 		r.Lock = &h
 	}
-	if s.engErr != nil {
-		r.EngineErr = s.engErr.Error()
+	if s.EngineErr != nil {
+		r.EngineErr = s.EngineErr.Error()
 	} else {
-		r.Engine, r.EngineSock = s.eng.Name, s.eng.Sock
+		r.Engine, r.EngineSock = s.Engine.Name, s.Engine.Sock
 		if r.Status, err = bootcluster.Inspect(c.Context, s.opts, 10*time.Second); err != nil {
 			return err
 		}
@@ -307,11 +236,11 @@ func preflight(c *ucli.Context) error {
 		}
 		fmt.Fprintf(c.App.Writer, "✔ %s: %s\n", name, ok)
 	}
-	if s.engErr != nil {
-		check("container engine", s.engineNeeded(), "")
+	if s.EngineErr != nil {
+		check("container engine", s.EngineNeeded(), "")
 	} else {
-		check("container engine", nil, s.eng.Name+", socket "+s.eng.Sock)
-		for _, w := range s.eng.Warnings {
+		check("container engine", nil, s.Engine.Name+", socket "+s.Engine.Sock)
+		for _, w := range s.Engine.Warnings {
 			fmt.Fprintf(c.App.Writer, "! %s\n", w)
 		}
 	}

@@ -84,6 +84,24 @@ func (s State) String() string {
 	return s.Target.String() + ": " + s.Message
 }
 
+// Summary is a one-line report of states: how many are ready and the
+// first that blocks.
+func Summary(states []State) string {
+	ready, blocking := 0, ""
+	for _, s := range states {
+		if s.Ready {
+			ready++
+		} else if blocking == "" {
+			blocking = s.String()
+		}
+	}
+	line := fmt.Sprintf("%d of %d ready", ready, len(states))
+	if blocking != "" {
+		line += "; waiting for " + blocking
+	}
+	return line
+}
+
 // Options configure a wait.
 type Options struct {
 	Client dynamic.Interface

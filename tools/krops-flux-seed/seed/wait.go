@@ -108,18 +108,7 @@ func follow(ctx context.Context, o Options, kc kubernetes.Interface, dyn dynamic
 	defer func() { stop(); <-done }()
 	last := ""
 	return kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: timeout, OnChange: func(states []kubewait.State) {
-		ready, blocking := 0, ""
-		for _, s := range states {
-			if s.Ready {
-				ready++
-			} else if blocking == "" {
-				blocking = s.String()
-			}
-		}
-		line := fmt.Sprintf("%d of %d ready", ready, len(states))
-		if blocking != "" {
-			line += "; waiting for " + blocking
-		}
+		line := kubewait.Summary(states)
 		if line != last {
 			last = line
 			p.Infof("%s", line)

@@ -1,0 +1,180 @@
+// Package seedconfig turns bootstrap.toml and the knobs into a seed: the
+// preflight (GitHub branch and token, the age key), the local artifact's
+// publication (sync = oci) and seed.Options. krops-flux-seed runs it for the
+// cluster it is pointed at, krops-pivot for the new management cluster.
+package seedconfig
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/host"
+	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/runmeta"
+	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/preflight"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/publish"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
+)
+
+// Checked is a passed preflight.
+type Checked struct {
+	Sel      *cli.Selected
+	Age      preflight.AgeKey
+	Revision string // the branch's commit (sync = github)
+}
+
+// Check runs the preflight and reports every problem together, as a usage
+// error (exit 2). Nothing changes.
+func Check(ctx context.Context, sel *cli.Selected) (*Checked, error) {
+	ch := &Checked{Sel: sel}
+	if sel.Environment.Sync != seed.SyncGitHub {
+		return ch, nil
+	}
+	var problems []string
+	k := sel.Knobs
+	repo, err := preflight.ParseRepoURL(k.GitRepoURL)
+	if k.GitRepoURL == "" {
+		problems = append(problems, "GIT_REPO_URL is not set: the GitHub repository Flux syncs (https://github.com/<owner>/<repo>)")
+	} else if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if !k.GitHubToken.IsSet() {
+		problems = append(problems, "GITHUB_TOKEN is not set: a token that can read the repository")
+	}
+	if len(problems) == 0 {
+		sha, err := preflight.GitHub{API: os.Getenv("GITHUB_API_URL")}.Branch(ctx, repo, sel.Config.Bootstrap.GitBranch, k.GitHubToken.Reveal())
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		ch.Revision = sha
+	}
+	if ch.Age, err = preflight.CheckAgeKey(k.AgeKeyFile, k.AgePublicKey); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return nil, cli.UsageError(fmt.Errorf("preflight failed, nothing was changed:\n  %s", strings.Join(problems, "\n  ")))
+	}
+	return ch, nil
+}
+
+// LocalRef is where the local artifact is pushed from this machine.
+func LocalRef(sel *cli.Selected) string {
+	host := os.Getenv("REGISTRY_HOST")
+	if host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s:%d/%s:%s", host, sel.Knobs.RegistryPort, sel.Knobs.OCIRepository, sel.Knobs.OCITag)
+}
+
+// Publish packs the trees the environment syncs and pushes them to ref.
+func Publish(ctx context.Context, sel *cli.Selected, ref string, prog *ui.Progress) error {
+	src, err := publish.GitSource(ctx, sel.Config.Root, sel.Lookup.Get)
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	return prog.Step(ctx, "publishing the config artifact to "+ref, func(ctx context.Context) error {
+		pinned, a, err := publish.Publish(ctx, publish.Options{Root: sel.Config.Root, Environment: sel.Environment.Name, SyncPath: sel.Environment.SyncPath,
+			Ref: ref, Insecure: true, Source: src})
+		if err == nil {
+			prog.Infof("%s: %d files, revision %s@sha1:%s", pinned, a.Files, src.Ref, src.SHA)
+		}
+		return err
+	})
+}
+
+// Params are the choices a caller makes beyond the configuration.
+type Params struct {
+	Cluster  seed.Cluster
+	CopyFrom *seed.Cluster
+	// ChartRepository and RegistryInCluster override the defaults.
+	ChartRepository, RegistryInCluster string
+	WaitFor                            []string
+	NoFollow, NoWait                   bool
+	Progress                           *ui.Progress
+	// PluginStderr and Verbose go to the provider plugin, loaded only when
+	// a workload's endpoint must be rewritten.
+	PluginStderr io.Writer
+	Verbose      bool
+}
+
+// Options builds the seed, publishing the artifact first for sync = oci.
+// The returned close releases the provider plugin, if one was loaded.
+func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), error) {
+	sel := ch.Sel
+	o := seed.Options{
+		Cluster: p.Cluster, CopyFrom: p.CopyFrom, Environment: sel.Environment.Name,
+		Namespace: sel.Config.Bootstrap.FluxNamespace, PATSecret: sel.Config.Bootstrap.GitHubPATSecret, AgeSecret: sel.Config.Bootstrap.SOPSAgeSecret,
+		Operator: seed.OperatorOptions{Repository: p.ChartRepository, Version: sel.Config.Charts.FluxOperator},
+		Run: runmeta.Options{Environment: sel.Environment.Name, Now: time.Now(), RunID: sel.Knobs.RunID, Revision: firstNonEmpty(sel.Knobs.Revision, ch.Revision),
+			TTL: sel.Knobs.RunTTL, RunKind: sel.Knobs.RunKind},
+		Wait: append([]string{"flux-system"}, p.WaitFor...), WaitTimeout: sel.Knobs.LocalReconcileTimeout,
+		WorkloadNamespace: sel.Config.Bootstrap.MgmtNamespace,
+		Progress:          p.Progress,
+	}
+	if !p.NoFollow {
+		o.Wait = append(o.Wait, sel.Environment.Seed.Wait...)
+		o.Workloads = sel.Environment.Seed.Workloads
+	}
+	if p.NoWait {
+		o.WaitTimeout = 0
+	}
+	var provider *sdk.Client
+	release := func() {
+		if provider != nil {
+			provider.Close()
+		}
+	}
+	if len(o.Workloads) > 0 && !sel.Knobs.Toolbox {
+		// Outside the toolbox a workload's recorded endpoint may be
+		// reachable only inside the provider's network: the provider knows
+		// the address to use instead. Loaded only when a wait needs it.
+		o.Endpoint = func(ctx context.Context, cluster string, kubeconfig []byte) (string, error) {
+			if provider == nil {
+				pc, err := host.Load(ctx, host.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: p.PluginStderr, Verbose: p.Verbose})
+				if err != nil {
+					return "", err
+				}
+				provider = pc
+			}
+			if !provider.Description().Has(sdk.CapPivotInputs) {
+				return "", nil
+			}
+			in, err := provider.PivotInputs(ctx, sdk.PivotInputsRequest{Kubeconfig: kubeconfig, Cluster: cluster})
+			return in.Server, err
+		}
+	}
+	switch sel.Environment.Sync {
+	case seed.SyncGitHub:
+		repo, _ := preflight.ParseRepoURL(sel.Knobs.GitRepoURL)
+		o.Sync = seed.Sync{Kind: seed.SyncGitHub, URL: "https://github.com/" + repo.String(), Ref: "refs/heads/" + sel.Config.Bootstrap.GitBranch, Path: sel.Environment.SyncPath}
+		o.Secrets = seed.Secrets{GitHubUser: sel.Knobs.GitHubUser, GitHubToken: sel.Knobs.GitHubToken.Reveal(), AgeIdentity: ch.Age.Identity, AgePublic: ch.Age.Public}
+	case seed.SyncOCI:
+		inCluster := p.RegistryInCluster
+		if inCluster == "" {
+			inCluster = sel.Config.Bootstrap.RegistryName + ":" + strconv.Itoa(5000)
+		}
+		if err := Publish(ctx, sel, LocalRef(sel), p.Progress); err != nil {
+			return o, release, err
+		}
+		o.Sync = seed.Sync{Kind: seed.SyncOCI, URL: "oci://" + inCluster + "/" + sel.Knobs.OCIRepository, Ref: sel.Knobs.OCITag, Path: sel.Environment.SyncPath, Insecure: true}
+	default:
+		return o, release, cli.Usagef("environment %s: sync %q is not github or oci", sel.Environment.Name, sel.Environment.Sync)
+	}
+	return o, release, nil
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

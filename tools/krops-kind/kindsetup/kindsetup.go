@@ -1,0 +1,115 @@
+// Package kindsetup reads what every use of the kind bootstrap cluster
+// needs (bootstrap.toml, the knobs, the node image, the container engine)
+// into bootcluster's options, and takes the cluster's host lock. krops-kind
+// and krops-pivot (which deletes kind at its end) share it.
+package kindsetup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/engine"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
+	"github.com/kropsdev/krops/tools/kit/lock"
+	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
+	"github.com/kropsdev/krops/tools/krops-kind/enginenet"
+	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
+	"github.com/kropsdev/krops/tools/krops-kind/kindlib"
+)
+
+// Setup is the kind cluster's options and the engine that runs it.
+type Setup struct {
+	Options bootcluster.Options
+	// Engine is nil when no engine answered; EngineErr says why.
+	Engine    *engine.Engine
+	EngineErr error
+}
+
+// Load builds the setup for the selected environment.
+func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writer) (*Setup, error) {
+	home, _ := os.UserHomeDir()
+	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	images, err := sel.Config.RepoFile("airgap/images.txt", "airgap/images.txt")
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	raw, err := os.ReadFile(images)
+	if err != nil {
+		return nil, cli.UsageError(fmt.Errorf("reading the image inventory: %w", err))
+	}
+	nodeImage, err := kindcfg.NodeImage(raw, images)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	s := &Setup{}
+	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
+	s.Engine, s.EngineErr = engine.Detect(ctx, engine.Options{
+		Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost,
+		Env: os.Environ(),
+	})
+	self, _ := os.Hostname()
+	s.Options = bootcluster.Options{
+		Name: sel.Config.Bootstrap.KindCluster, Context: sel.Config.Bootstrap.KindContext, Environment: sel.Environment.Name,
+		NodeImage: nodeImage, RunID: sel.Knobs.RunID, Kubeconfig: kubeconfig, Toolbox: sel.Knobs.Toolbox, Self: self,
+		PostCreateTask: sel.Environment.PostKindCreateTask, Mise: os.Getenv("KROPS_MISE_BIN"), RepoRoot: sel.Config.Root, Env: os.Environ(),
+		Runner: proc.Exec{}, Progress: prog, Out: out,
+	}
+	if s.Engine != nil {
+		// kind's library runs the engine's CLI with this process's
+		// environment, so what detection decided (CONTAINER_HOST in the
+		// toolbox, KIND_EXPERIMENTAL_PROVIDER for podman) must be in it.
+		for _, kv := range s.Engine.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok && (k == "CONTAINER_HOST" || k == "KIND_EXPERIMENTAL_PROVIDER") {
+				if err := os.Setenv(k, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+		s.Options.EngineSock = s.Engine.Sock
+		s.Options.Network = enginenet.Network{Run: s.Engine.Run}
+		k, err := kindlib.New(s.Engine.Name, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.Options.Kind = k
+	}
+	return s, nil
+}
+
+// EngineNeeded turns a failed detection into the error a user can act on.
+func (s *Setup) EngineNeeded() error {
+	if s.EngineErr != nil {
+		return cli.UsageError(fmt.Errorf("%w (and ENGINE_SOCK for a socket other than the engine's default)", s.EngineErr))
+	}
+	return nil
+}
+
+// LockName is the host lock of the kind cluster named cluster: bootstrap,
+// pivot and teardown of it take the same one.
+func LockName(cluster string) string { return "kind-" + cluster }
+
+// Hold takes the cluster's host lock; a live holder is a refusal (exit 2).
+func Hold(cluster, runID string, prog *ui.Progress) (*lock.Lock, error) {
+	l, err := lock.Acquire(lock.Options{Name: LockName(cluster), Holder: lock.Holder{RunID: runID}})
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		return nil, cli.UsageError(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l.Previous != nil {
+		prog.Warnf("took over the lock of kind cluster %s from a run that is no longer running (%s)", cluster, l.Previous)
+	}
+	return l, nil
+}

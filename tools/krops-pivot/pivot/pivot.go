@@ -1,0 +1,268 @@
+// Package pivot hands the Cluster API inventory from the kind bootstrap
+// cluster to the management cluster it built: waits for that cluster,
+// exports its kubeconfig, installs the providers on it, verifies, backs up,
+// suspends Flux on kind, moves with the clusterctl client library, seeds
+// Flux on the target and, guarded, deletes kind.
+//
+// Kind stays authoritative until the last step. Every step can be rerun,
+// and a rerun after any failure resumes: what a step must remember across
+// an interruption (which Clusters krops paused, whether the move began) is
+// written to the run's state file before the step mutates anything.
+package pivot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kropsdev/krops/tools/kit/kubewait"
+	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
+)
+
+// FieldManager owns what the pivot applies.
+const FieldManager = "krops"
+
+// Steps are the pivot's steps in order; StopAfter names one of them.
+var Steps = []string{"preflight", "mgmt-cluster", "kubeconfig-secret", "kubeconfig", "nodes", "providers", "verify", "suspend-flux", "move", "seed", "delete-kind"}
+
+// ErrStopped is returned when Options.StopAfter stopped the run (tests).
+var ErrStopped = errors.New("stopped on request after a step")
+
+// ErrRefused marks a refusal before any mutation: the state found makes the
+// next step unsafe, and the message says what to do.
+var ErrRefused = errors.New("refused")
+
+var (
+	clustersGVR       = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	clusterClassesGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
+	secretsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// Fallback is an object clusterctl move is known to skip, and the manifest
+// that recreates it on the target when it is missing there.
+type Fallback struct {
+	Resource, Name string
+	Manifest       []byte
+	Source         string // the manifest's path, for messages
+}
+
+// Options describe one pivot.
+type Options struct {
+	// Source is kind, bound by an explicit context.
+	Source seed.Cluster
+	// Namespace holds the CAPI objects (mgmt-namespace); MgmtCluster is the
+	// Cluster that becomes the management cluster.
+	Namespace, MgmtCluster string
+	FluxNamespace          string
+	// MgmtKubeconfig and MgmtContext are where the target's kubeconfig is
+	// written (0600) and the context it gets.
+	MgmtKubeconfig, MgmtContext string
+	// StateDir is .krops/pivot/<run-id>: state, plan and backup.
+	StateDir string
+
+	ReadyTimeout, NodeTimeout, ProviderTimeout time.Duration
+
+	// Endpoint, when set, gives the address the target is reached at
+	// instead of the recorded one ("" keeps it).
+	Endpoint func(ctx context.Context, kubeconfig []byte) (string, error)
+	// Install puts cert-manager, the CAPI operator and the environment's
+	// manifests on the target and returns the provider objects to wait for.
+	Install func(ctx context.Context, target seed.Cluster) ([]kubewait.Target, error)
+	// Fallbacks are applied after the move where missing.
+	Fallbacks []Fallback
+	// Seed hands the target to Flux (krops-flux-seed as a library).
+	Seed func(ctx context.Context, target seed.Cluster) error
+	// Guard runs before kind is deleted, after the built-in checks (the
+	// local registry answers, for local-host).
+	Guard func(ctx context.Context) error
+	// DeleteKind removes kind; nil keeps it (PIVOT_SKIP_DELETE=1).
+	DeleteKind func(ctx context.Context) error
+
+	Progress *ui.Progress
+	// Log receives clusterctl's own log lines.
+	Log logr.Logger
+	// StopAfter stops the run after the named step (tests of resumption).
+	StopAfter string
+	// MoveMutator, when set, sees every object the move creates (tests
+	// stop the process in the middle of a move with it).
+	MoveMutator func(kind, namespace, name string)
+}
+
+// clients are the typed and dynamic clients of one cluster.
+type clients struct {
+	cfg *rest.Config
+	kc  kubernetes.Interface
+	dyn dynamic.Interface
+}
+
+func connect(c seed.Cluster) (*clients, error) {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return clientsFor(cfg)
+}
+
+func clientsFor(cfg *rest.Config) (*clients, error) {
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{cfg: cfg, kc: kc, dyn: dyn}, nil
+}
+
+// run is one pivot in progress.
+type run struct {
+	o      Options
+	src    *clients
+	target seed.Cluster
+	dst    *clients
+	state  State
+}
+
+// Run pivots. Call Preflight first; Run assumes it passed.
+func Run(ctx context.Context, o Options) error {
+	r := &run{o: o, target: seed.Cluster{Kubeconfig: o.MgmtKubeconfig, Context: o.MgmtContext}}
+	var err error
+	if r.src, err = connect(o.Source); err != nil {
+		return err
+	}
+	if r.state, err = loadState(o.StateDir); err != nil {
+		return err
+	}
+	p := o.Progress
+	if r.state.MoveStarted {
+		p.Infof("resuming: the move began in an earlier run (%s); kind is no longer waited for", o.StateDir)
+	}
+	for _, s := range []struct {
+		name string
+		fn   func(context.Context) error
+		// skip: the step is behind us once the move has begun (its
+		// objects are no longer on kind).
+		skipAfterMove bool
+	}{
+		{"mgmt-cluster", r.waitMgmtCluster, true},
+		{"kubeconfig-secret", r.waitKubeconfigSecret, true},
+		{"kubeconfig", r.exportKubeconfig, true},
+		{"nodes", r.waitNodes, false},
+		{"providers", r.installProviders, true},
+		{"verify", r.verify, true},
+		{"suspend-flux", r.suspendFlux, false},
+		{"move", r.move, false},
+		{"seed", r.seed, false},
+		{"delete-kind", r.deleteKind, false},
+	} {
+		if s.skipAfterMove && r.state.MoveStarted {
+			if s.name == "kubeconfig" {
+				if err := r.connectTarget(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := s.fn(ctx); err != nil {
+			return err
+		}
+		if o.StopAfter == s.name {
+			return fmt.Errorf("%w %s", ErrStopped, s.name)
+		}
+	}
+	return nil
+}
+
+func (r *run) connectTarget() error {
+	if r.dst != nil {
+		return nil
+	}
+	c, err := connect(r.target)
+	if err != nil {
+		return fmt.Errorf("the management cluster's kubeconfig %s: %w", r.o.MgmtKubeconfig, err)
+	}
+	r.dst = c
+	return nil
+}
+
+// waitMgmtCluster waits for Flux to create the management Cluster on kind.
+func (r *run) waitMgmtCluster(ctx context.Context) error {
+	t := kubewait.Target{Resource: clustersGVR, Kind: "Cluster", Namespace: r.o.Namespace, Name: r.o.MgmtCluster, Exists: true}
+	return r.o.Progress.Step(ctx, fmt.Sprintf("management Cluster %s/%s on kind (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
+		err := kubewait.All(ctx, kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout}, t)
+		return r.withFluxState(ctx, err, "Flux has not created it")
+	})
+}
+
+// waitKubeconfigSecret waits for CAPI's kubeconfig Secret: the one signal
+// that means "reachable" for every provider.
+func (r *run) waitKubeconfigSecret(ctx context.Context) error {
+	t := kubewait.Target{Resource: secretsGVR, Kind: "Secret", Namespace: r.o.Namespace, Name: r.o.MgmtCluster + "-kubeconfig", Exists: true}
+	return r.o.Progress.Step(ctx, fmt.Sprintf("kubeconfig Secret %s/%s-kubeconfig (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
+		err := kubewait.All(ctx, kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout}, t)
+		var te *kubewait.TimeoutError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%w; Cluster API has not provisioned the management cluster yet: `kubectl --context %s -n %s describe cluster %s` says why; rerun the pivot to go on waiting",
+				err, r.o.Source.Context, r.o.Namespace, r.o.MgmtCluster)
+		}
+		return err
+	})
+}
+
+// withFluxState adds the Flux Kustomizations on kind that are not Ready to
+// a wait that ran out: they are what keeps the Cluster from appearing.
+func (r *run) withFluxState(ctx context.Context, err error, what string) error {
+	var te *kubewait.TimeoutError
+	if !errors.As(err, &te) || ctx.Err() != nil {
+		return err
+	}
+	list, lerr := r.src.dyn.Resource(seed.Kustomizations).Namespace(r.o.FluxNamespace).List(ctx, listAll)
+	if lerr != nil {
+		return fmt.Errorf("%w (%s; listing Flux Kustomizations failed too: %v)", err, what, lerr)
+	}
+	var blocked []string
+	for i := range list.Items {
+		u := &list.Items[i]
+		t := kubewait.Target{Resource: seed.Kustomizations, Kind: "Kustomization", Namespace: r.o.FluxNamespace, Name: u.GetName()}
+		if s := kubewait.Evaluate(u, t); !s.Ready {
+			blocked = append(blocked, s.String())
+		}
+	}
+	slices.Sort(blocked)
+	if len(blocked) == 0 {
+		return fmt.Errorf("%w (%s, and every Flux Kustomization in %s is Ready: is mgmt-cluster %q the name the tree uses?)", err, what, r.o.FluxNamespace, r.o.MgmtCluster)
+	}
+	return &BlockedError{Err: err, Blocked: blocked}
+}
+
+// BlockedError is a wait that ran out, with what blocked it.
+type BlockedError struct {
+	Err     error
+	Blocked []string
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("%v; Flux Kustomizations not Ready:\n  %s", e.Err, joinLines(e.Blocked))
+}
+func (e *BlockedError) Unwrap() error { return e.Err }
+
+func joinLines(s []string) string {
+	out := ""
+	for i, l := range s {
+		if i > 0 {
+			out += "\n  "
+		}
+		out += l
+	}
+	return out
+}
