@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 )
 
 // chainConfig is a bootstrap.toml whose local-host follows a chain made for
@@ -133,9 +134,9 @@ func TestSeedFollowsTheChainToTheWorkloadCluster(t *testing.T) {
 	testenv.Flux(t, workload)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go standInKubelet(ctx, mgmt.Client)
+	go seedtest.StandInKubelet(ctx, mgmt.Client)
 	reg := testenv.Registry(t)
-	charts := operatorChart(t, reg, "0.61.0")
+	charts := seedtest.OperatorChart(t, reg, "0.61.0")
 
 	// The kubeconfig as CAPD records it: the workload's credentials, an
 	// endpoint only the kind network resolves.

@@ -12,13 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"helm.sh/helm/v4/pkg/chart/common"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/registry"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 )
 
 // recorder is a loopback proxy in front of the test's kube-apiserver that
@@ -93,73 +88,6 @@ func kubeconfigFor(t *testing.T, server, context string) string {
 	return path
 }
 
-// operatorChart builds a flux-operator chart from the operator module's own
-// install manifests (no chart ships in a Go module) and pushes it to the
-// loopback registry as <host>/charts/flux-operator:<version>.
-func operatorChart(t *testing.T, reg *testenv.OCIRegistry, version string) string {
-	t.Helper()
-	crd := testenv.CRDPaths(t, testenv.FluxOperator)[0]
-	module := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(crd)))) // .../config/crd/bases/x.yaml
-	var templates []*common.File
-	for _, f := range []string{"config/manager/account.yaml", "config/manager/deployment.yaml"} {
-		b, err := os.ReadFile(filepath.Join(module, f))
-		if err != nil {
-			t.Fatalf("the operator module's install manifests: %v", err)
-		}
-		templates = append(templates, &common.File{Name: "templates/" + filepath.Base(f), Data: b})
-	}
-	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "flux-operator", Version: version, AppVersion: "v0.59.0"}, Templates: templates}
-	dir := t.TempDir()
-	path, err := chartutil.Save(ch, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(filepath.Join(dir, "none.json")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rc.Push(data, reg.Host+"/charts/flux-operator:"+version); err != nil {
-		t.Fatal(err)
-	}
-	return "oci://" + reg.Host + "/charts"
-}
-
-// standInKubelet is a STAND-IN for kubelets (none run here): it marks every
-// Deployment available, so the Flux Operator's health checks pass for the
-// Flux controllers it installs (which run as processes beside the test).
-func standInKubelet(ctx context.Context, c client.Client) {
-	for {
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list); err == nil {
-			for i := range list.Items {
-				d := &list.Items[i]
-				want := int32(1)
-				if d.Spec.Replicas != nil {
-					want = *d.Spec.Replicas
-				}
-				if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == want {
-					continue
-				}
-				d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: want, ReadyReplicas: want, AvailableReplicas: want, UpdatedReplicas: want,
-					Conditions: []appsv1.DeploymentCondition{
-						{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-						{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-					}}
-				_ = c.Status().Update(ctx, d)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // The whole seed of local-host through the binary: the chart installed by
 // the Helm code path users run, the FluxInstance reconciled by the real Flux
 // Operator, the artifact published to a real registry and reconciled by the
@@ -170,9 +98,9 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 	testenv.Flux(t, cluster)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go standInKubelet(ctx, cluster.Client)
+	go seedtest.StandInKubelet(ctx, cluster.Client)
 	reg := testenv.Registry(t)
-	charts := operatorChart(t, reg, "0.61.0")
+	charts := seedtest.OperatorChart(t, reg, "0.61.0")
 	rec := newRecorder(t, cluster.Config)
 	kubeconfig := kubeconfigFor(t, rec.url, "kind-seed")
 

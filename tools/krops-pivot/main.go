@@ -77,6 +77,7 @@ management cluster to work around a failure: providers treat that as deprovision
 			&ucli.DurationFlag{Name: "node-timeout", Value: 15 * time.Minute, Usage: "how long to wait for the management cluster's nodes"},
 			&ucli.DurationFlag{Name: "provider-timeout", Value: 15 * time.Minute, Usage: "how long to wait for each chart and for the providers to be Ready"},
 			&ucli.StringFlag{Name: "state-dir", Usage: "where the run's state, plan and backup go (default: <repository>/.krops/pivot)"},
+			&ucli.BoolFlag{Name: "from-bootstrap", Usage: "called as bootstrap's last step: do nothing unless BOOTSTRAP_PIVOT is 1"},
 		},
 		Action: pivotAction,
 	})
@@ -125,6 +126,10 @@ func pivotAction(c *ucli.Context) error {
 	sel, err := cli.SelectEnvironment(c)
 	if err != nil {
 		return err
+	}
+	if c.Bool("from-bootstrap") && !sel.Knobs.Pivot {
+		fmt.Fprintf(c.App.Writer, "BOOTSTRAP_PIVOT is not 1: stopping on kind. `task pivot ENV=%s` pivots later.\n", sel.Environment.Name)
+		return nil
 	}
 	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
 	home, _ := os.UserHomeDir()
@@ -192,35 +197,51 @@ func pivotAction(c *ucli.Context) error {
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	if len(problems) > 0 {
-		return cli.UsageError(fmt.Errorf("preflight failed, nothing was changed:\n  %s", strings.Join(problems, "\n  ")))
-	}
-	if err := kubecfg.Writable(mgmt.Kubeconfig); err != nil {
-		return cli.UsageError(fmt.Errorf("MGMT_KUBECONFIG: %w", err))
-	}
-	stateRoot := c.String("state-dir")
-	if stateRoot == "" {
-		stateRoot = filepath.Join(sel.Config.Root, ".krops", "pivot")
-	}
-
 	read := func(key string, paths []string) ([]install.File, error) {
 		return install.ReadFiles(paths, func(p string) (string, error) { return sel.Config.RepoFile(key, p) })
 	}
 	providerFiles, err := read("provider-manifests", env.ProviderManifests)
 	if err != nil {
-		return cli.UsageError(err)
+		problems = append(problems, err.Error())
 	}
+	// pivot-manifests are substituted now, so an unset ${VAR} stops the
+	// pivot before anything changes.
 	pivotFiles, err := read("pivot-manifests", env.PivotManifests)
 	if err != nil {
-		return cli.UsageError(err)
+		problems = append(problems, err.Error())
+	}
+	if len(pivotFiles) > 0 {
+		cms, err := fluxVars(ctx, kc, boot.FluxNamespace)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		vars := install.Vars(cms, env.PivotManifestVars)
+		for i, f := range pivotFiles {
+			out, err := install.Substitute(f.Data, vars, "pivot-manifests "+f.Path)
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+			pivotFiles[i].Data = out
+		}
 	}
 	var fallbacks []pivot.Fallback
 	for _, fb := range env.MoveFallbacks {
 		f, err := read("move-fallbacks", []string{fb.Manifest})
 		if err != nil {
-			return cli.UsageError(err)
+			problems = append(problems, err.Error())
+			continue
 		}
 		fallbacks = append(fallbacks, pivot.Fallback{Resource: fb.Resource, Name: fb.Name, Manifest: f[0].Data, Source: fb.Manifest})
+	}
+	if err := kubecfg.Writable(mgmt.Kubeconfig); err != nil {
+		problems = append(problems, fmt.Sprintf("MGMT_KUBECONFIG: %v", err))
+	}
+	if len(problems) > 0 {
+		return cli.UsageError(fmt.Errorf("preflight failed, nothing was changed:\n  %s", strings.Join(problems, "\n  ")))
+	}
+	stateRoot := c.String("state-dir")
+	if stateRoot == "" {
+		stateRoot = filepath.Join(sel.Config.Root, ".krops", "pivot")
 	}
 
 	var extra [][]byte
@@ -241,15 +262,11 @@ func pivotAction(c *ucli.Context) error {
 		}
 	}
 	o.Install = func(ctx context.Context, target seed.Cluster) ([]kubewait.Target, error) {
-		vars, err := fluxVars(ctx, kc, boot.FluxNamespace)
-		if err != nil {
-			return nil, err
-		}
 		return install.Run(ctx, target, install.Options{
 			CertManager:  helmrelease.Chart{Repository: c.String("cert-manager-repository"), Name: "cert-manager", Version: sel.Config.Charts.CertManager},
 			CAPIOperator: helmrelease.Chart{Repository: c.String("capi-operator-repository"), Name: "cluster-api-operator", Version: sel.Config.Charts.CAPIOperator},
 			Wait:         c.Duration("provider-timeout"), ProviderManifests: providerFiles, PivotManifests: pivotFiles,
-			Vars: install.Vars(vars, env.PivotManifestVars), Secrets: secrets, Extra: extra, Infof: prog.Infof,
+			Secrets: secrets, Extra: extra, Infof: prog.Infof,
 		})
 	}
 	o.Seed = func(ctx context.Context, target seed.Cluster) error {

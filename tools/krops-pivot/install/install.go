@@ -46,9 +46,9 @@ type Options struct {
 	// ProviderManifests are applied in order; their operator provider
 	// objects are what the pivot waits for.
 	ProviderManifests []File
-	// PivotManifests get ${VAR} / ${VAR:=default} substituted from Vars.
+	// PivotManifests are applied after them, already substituted
+	// (Substitute, at preflight, so an unset variable changes nothing).
 	PivotManifests []File
-	Vars           map[string]string
 	// Secrets are decrypted manifests (pivot-sops-secrets), never on disk.
 	Secrets []File
 	// Extra are the provider plugin's manifests.
@@ -111,11 +111,7 @@ func Run(ctx context.Context, target seed.Cluster, o Options) ([]kubewait.Target
 		}
 	}
 	for _, f := range o.PivotManifests {
-		out, err := Substitute(f.Data, o.Vars, f.Path)
-		if err != nil {
-			return nil, err
-		}
-		if err := apply("pivot manifest", out, f.Path); err != nil {
+		if err := apply("pivot manifest", f.Data, f.Path); err != nil {
 			return nil, err
 		}
 	}

@@ -271,13 +271,14 @@ func readBackup(dir string) ([]string, error) {
 }
 
 // unpause clears the pause krops (through clusterctl) set, on the named
-// objects only.
+// objects only. The field is dropped, as clusterctl does, so krops owns no
+// part of the spec Git writes.
 func (r *run) unpause(ctx context.Context, dyn dynamic.Interface, where string, clusters, classes []string) error {
 	for _, c := range clusters {
 		if !slices.Contains(r.state.Clusters, c) {
 			continue
 		}
-		if _, err := dyn.Resource(clustersGVR).Namespace(r.o.Namespace).Patch(ctx, c, types.MergePatchType, []byte(`{"spec":{"paused":false}}`), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := dyn.Resource(clustersGVR).Namespace(r.o.Namespace).Patch(ctx, c, types.MergePatchType, []byte(`{"spec":{"paused":null}}`), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("unpausing Cluster %s/%s on %s: %w", r.o.Namespace, c, where, err)
 		}
 		r.o.Progress.Infof("unpaused Cluster %s on %s (paused by an earlier, interrupted run)", c, where)

@@ -1,0 +1,390 @@
+package main_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
+)
+
+// world is one pivot's surroundings: "kind" and "target", two real
+// kube-apiservers with the real Cluster API manager on kind, the real Flux
+// Operator and Flux controllers on the target, a loopback registry and
+// chart repository, and the docker provider plugin with a STAND-IN engine.
+type world struct {
+	kind, target *testenv.Cluster
+	capiKind     *testenv.Controllers
+	root         string // the repository (bootstrap.toml, trees)
+	engineDir    string // the stand-in engine's log and state
+	env          []string
+	args         []string
+	bin          string
+	ctx          context.Context
+	// skipInventory: the stand-in operator does not write this inventory
+	// entry on the target (a provider that did not install).
+	skipInventory atomic.Value // string
+	nodes         chan struct{} // closed: the stand-in kubelet registers a node
+}
+
+const worldConfig = `[bootstrap]
+default-environment = "local-host"
+
+[charts]
+flux-operator = "0.61.0"
+cert-manager = "1.21.2"
+capi-operator = "0.29.0"
+
+[environments.local-host]
+provider = "docker"
+sync = "oci"
+sync-path = "mgmt/local-host"
+mgmt-cluster = "local-management"
+mgmt-ready-timeout = "2m"
+infra-provider-namespace = "capd-system"
+infra-provider-name = "docker"
+provider-manifests = ["providers/namespaces.yaml", "providers/providers.yaml"]
+pivot-manifests = ["pivot/vars.yaml"]
+
+[environments.local-host.pivot-manifest-vars]
+FROM_CONFIG = "set-in-bootstrap-toml"
+
+[[environments.local-host.move-fallbacks]]
+resource = "configmaps"
+name = "global-identity"
+manifest = "fallbacks/identity.yaml"
+`
+
+var providerKinds = []struct{ kind, name, ns, typ, inventory string }{
+	{"CoreProvider", "cluster-api", "capi-system", "CoreProvider", "cluster-api"},
+	{"BootstrapProvider", "kubeadm", "capi-kubeadm-bootstrap-system", "BootstrapProvider", "bootstrap-kubeadm"},
+	{"ControlPlaneProvider", "kubeadm", "capi-kubeadm-control-plane-system", "ControlPlaneProvider", "control-plane-kubeadm"},
+	{"InfrastructureProvider", "docker", "capd-system", "InfrastructureProvider", "infrastructure-docker"},
+}
+
+func repoFiles() map[string]string {
+	var ns, providers strings.Builder
+	for _, p := range providerKinds {
+		fmt.Fprintf(&ns, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", p.ns)
+		fmt.Fprintf(&providers, "---\napiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: %s\nmetadata: {name: %s, namespace: %s}\nspec: {version: v1.14.2}\n", p.kind, p.name, p.ns)
+	}
+	return map[string]string{
+		"bootstrap.toml":              worldConfig,
+		"providers/namespaces.yaml":   ns.String(),
+		"providers/providers.yaml":    providers.String(),
+		"pivot/vars.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pivot-vars, namespace: default}\ndata:\n  fromKind: ${FROM_KIND}\n  fromConfig: ${FROM_CONFIG}\n  withDefault: ${WITH_DEFAULT:=the-default}\n",
+		"fallbacks/identity.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: global-identity, namespace: default}\ndata: {recreated: by-the-fallback}\n",
+		"mgmt/local-host/synced.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: synced-on-the-management-cluster, namespace: default}\n",
+	}
+}
+
+// engineScript is a STAND-IN for the docker CLI (no engine runs here). It
+// answers what the docker provider and kind's library ask: the management
+// cluster's published API port (the target server's), and kind's node
+// containers until `rm` removes them. Every call is logged. The plugin
+// runs it with a filtered environment, so its settings are written in.
+const engineScript = `#!/bin/sh
+STANDIN_DIR=@DIR@ STANDIN_API_PORT=@PORT@
+echo "$*" >> "$STANDIN_DIR/log"
+case "$1" in
+info) exit 0 ;;
+--version) echo "Docker version 28.2.2, build e6534b4" ;;
+port) [ "$2" = local-management-lb ] || { echo "Error: No such container: $2" >&2; exit 1; }; echo "127.0.0.1:$STANDIN_API_PORT" ;;
+ps)
+	[ -f "$STANDIN_DIR/deleted" ] && exit 0
+	case "$*" in
+	*"io.x-k8s.kind.cluster=mgmt"*) echo mgmt-control-plane ;;
+	*) echo mgmt ;;
+	esac ;;
+rm) touch "$STANDIN_DIR/deleted" ;;
+*) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
+esac
+`
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	crds := []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm, testenv.FluxOperator}
+	w := &world{nodes: make(chan struct{})}
+	w.skipInventory.Store("")
+	w.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", CRDs: crds, Webhooks: true})
+	w.target = testenv.APIServer(t, testenv.ClusterOptions{Name: "target", CRDs: crds, Webhooks: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w.ctx = ctx
+	for _, c := range []*testenv.Cluster{w.kind, w.target} {
+		labelForMove(t, ctx, c)
+		go standInInfrastructure(ctx, c)
+	}
+	w.capiKind = testenv.RunClusterAPI(t, w.kind)
+	testenv.RunFluxOperator(t, w.target)
+	testenv.Flux(t, w.target)
+	go seedtest.StandInKubelet(ctx, w.target.Client)
+	go w.standInOperator(ctx)
+	go w.standInNodes(ctx)
+
+	w.root = t.TempDir()
+	files := repoFiles()
+	images, err := os.ReadFile("../../airgap/images.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["airgap/images.txt"] = string(images)
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Join(w.root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(w.root, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := url.Parse(w.target.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.engineDir = t.TempDir()
+	script := strings.NewReplacer("@DIR@", w.engineDir, "@PORT@", u.Port()).Replace(engineScript)
+	if err := os.WriteFile(filepath.Join(w.engineDir, "docker"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reg := testenv.Registry(t)
+	fluxCharts := seedtest.OperatorChart(t, reg, "0.61.0")
+	charts := seedtest.ChartRepository(t,
+		seedtest.Chart{Name: "cert-manager", Version: "1.21.2", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-cert-manager}\n"}},
+		seedtest.Chart{Name: "cluster-api-operator", Version: "0.29.0", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-capi-operator}\n"}},
+	)
+	w.bin = testenv.BuildBinary(t, ".", "krops-pivot")
+	plugin := testenv.BuildBinary(t, "../../plugins/docker", "krops-provider-docker")
+	host, port, _ := strings.Cut(reg.Host, ":")
+	home := t.TempDir()
+	w.env = []string{"PATH=" + w.engineDir + ":" + os.Getenv("PATH"), "HOME=" + home,
+		"KUBECONFIG=" + w.kind.Kubeconfig, "MGMT_KUBECONFIG=" + filepath.Join(home, ".kube", "krops-mgmt.yaml"),
+		"BOOTSTRAP_CONFIG=" + filepath.Join(w.root, "bootstrap.toml"), "KROPS_PLUGIN_DIR=" + filepath.Dir(plugin),
+		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
+		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops", "LOCAL_RECONCILE_TIMEOUT=3m"}
+	w.args = []string{"local-host", "--cert-manager-repository", charts, "--capi-operator-repository", charts, "--chart-repository", fluxCharts,
+		"--registry-in-cluster", reg.Host, "--provider-timeout", "2m", "--node-timeout", "2m"}
+	w.seedKind(t, ctx)
+	return w
+}
+
+func (w *world) run(t *testing.T, extraEnv ...string) testenv.Result {
+	t.Helper()
+	return w.runArgs(t, nil, extraEnv...)
+}
+
+func (w *world) runArgs(t *testing.T, extraArgs []string, extraEnv ...string) testenv.Result {
+	t.Helper()
+	return testenv.RunBinary(t, w.root, append(append([]string{}, w.env...), extraEnv...), w.bin, append(append([]string{}, w.args...), extraArgs...)...)
+}
+
+// labelForMove marks the Cluster API CRDs the way the providers' released
+// manifests do, so clusterctl's move discovers their objects.
+func labelForMove(t *testing.T, ctx context.Context, c *testenv.Cluster) {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := c.Client.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{
+		"cluster.x-k8s.io": "cluster-api", "addons.cluster.x-k8s.io": "cluster-api", "bootstrap.cluster.x-k8s.io": "bootstrap-kubeadm",
+		"controlplane.cluster.x-k8s.io": "control-plane-kubeadm", "infrastructure.cluster.x-k8s.io": "infrastructure-docker",
+	}
+	for i := range list.Items {
+		crd := &list.Items[i]
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		owner, ok := owners[group]
+		if !ok {
+			continue
+		}
+		labels := crd.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["clusterctl.cluster.x-k8s.io"] = ""
+		labels["cluster.x-k8s.io/provider"] = owner
+		crd.SetLabels(labels)
+		if err := c.Client.Update(ctx, crd); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// standInInfrastructure is a STAND-IN for the infrastructure and control
+// plane providers (CAPD and KCP do not run here): it reports every
+// DevCluster provisioned and every KubeadmControlPlane initialized, as they
+// would once machines exist.
+func standInInfrastructure(ctx context.Context, c *testenv.Cluster) {
+	mark := func(gvk schema.GroupVersionKind, field string) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := c.Client.List(ctx, list); err != nil {
+			return
+		}
+		for i := range list.Items {
+			u := &list.Items[i]
+			if v, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", field); v {
+				continue
+			}
+			_ = unstructured.SetNestedField(u.Object, true, "status", "initialization", field)
+			_ = c.Client.Status().Update(ctx, u)
+		}
+	}
+	for ctx.Err() == nil {
+		mark(schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "DevClusterList"}, "provisioned")
+		mark(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlaneList"}, "controlPlaneInitialized")
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// standInOperator is a STAND-IN for the Cluster API operator on the target
+// (it does not run here): each provider object the pivot applies becomes
+// Ready, and clusterctl's inventory gets its entry, as the operator writes
+// once the provider's controllers run.
+func (w *world) standInOperator(ctx context.Context) {
+	c := w.target
+	for ctx.Err() == nil {
+		for _, p := range providerKinds {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Kind: p.kind})
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: p.name}, u); err != nil {
+				continue
+			}
+			if st, _, _ := testenv.Condition(u, "Ready"); st != "True" {
+				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "StandIn", "message": "stand-in operator", "observedGeneration": u.GetGeneration(),
+					"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
+				_ = c.Client.Status().Update(ctx, u)
+			}
+			if w.skipInventory.Load() != p.inventory {
+				_ = createInventory(ctx, c, p.inventory, p.ns, p.typ)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func createInventory(ctx context.Context, c *testenv.Cluster, name, ns, typ string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
+		"metadata":     map[string]any{"name": name, "namespace": ns},
+		"providerName": strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(name, "bootstrap-"), "control-plane-"), "infrastructure-"),
+		"type":         typ, "version": "v1.14.2",
+	}}
+	err := c.Client.Create(ctx, u)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// standInNodes is a STAND-IN for a kubelet joining the target (none runs
+// here): once w.nodes is closed, a Ready node registers.
+func (w *world) standInNodes(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-w.nodes:
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "local-management-control-plane-1"}}
+	if err := w.target.Client.Create(ctx, n); err != nil {
+		return
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	_ = w.target.Client.Status().Update(ctx, n)
+}
+
+// seedKind puts on kind what bootstrap leaves there: Flux's namespace with
+// the run metadata and a ConfigMap of variables, Flux Kustomizations, the
+// provider inventory, and three Clusters (each with its infrastructure
+// cluster, control plane, machine template and kubeconfig Secret), as Flux
+// and Cluster API would have made them.
+func (w *world) seedKind(t *testing.T, ctx context.Context) {
+	t.Helper()
+	k := w.kind
+	// The Flux namespace exists already (the harness makes it).
+	docs := []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: krops-run, namespace: flux-system}\ndata: {KROPS_RUN_ID: pivot-test-run, KROPS_EXPIRES_AT: '9999-12-31T00:00:00Z', KROPS_REVISION: 0123456789abcdef0123456789abcdef01234567, KROPS_RUN_KIND: manual}\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata: {FROM_KIND: read-from-kind}\n",
+	}
+	for _, name := range []string{"flux-system", "clusters"} {
+		docs = append(docs, fmt.Sprintf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: %s, namespace: flux-system}\nspec: {interval: 10m, prune: true, path: ./mgmt/local-host, sourceRef: {kind: OCIRepository, name: flux-system}}\n", name))
+	}
+	for _, p := range providerKinds {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", p.ns))
+	}
+	for _, d := range docs {
+		k.CreateYAML(t, ctx, d)
+	}
+	for _, p := range providerKinds {
+		if err := createInventory(ctx, k, p.inventory, p.ns, p.typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []string{"local-management", "local-workload", "local-extra"} {
+		w.createCluster(t, ctx, c)
+	}
+}
+
+func (w *world) createCluster(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	k := w.kind
+	u, _ := url.Parse(w.target.Config.Host)
+	recorded := *w.target.Config
+	// The endpoint as CAPD records it: reachable only inside the kind
+	// network; the docker provider rewrites it.
+	recorded.Host = "https://" + name + "-lb.invalid:6443"
+	kcPath := filepath.Join(t.TempDir(), "kc")
+	if err := testenv.WriteKubeconfig(&recorded, name+"-admin@"+name, kcPath); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := os.ReadFile(kcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{
+		fmt.Sprintf("apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: DevMachineTemplate\nmetadata: {name: %s-control-plane, namespace: default}\nspec: {template: {spec: {backend: {inMemory: {}}}}}\n", name),
+		fmt.Sprintf("apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: DevCluster\nmetadata: {name: %s, namespace: default, annotations: {krops.io/test: %q}}\nspec: {backend: {inMemory: {}}, controlPlaneEndpoint: {host: 127.0.0.1, port: %s}}\n", name, name, u.Port()),
+		fmt.Sprintf("apiVersion: controlplane.cluster.x-k8s.io/v1beta2\nkind: KubeadmControlPlane\nmetadata: {name: %s-control-plane, namespace: default}\nspec: {replicas: 1, version: v1.34.0, machineTemplate: {spec: {infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DevMachineTemplate, name: %s-control-plane}}}}\n", name, name),
+		fmt.Sprintf("apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: %s, namespace: default, labels: {krops.io/environment: local-host, krops.io/role: %s}}\nspec:\n  clusterNetwork: {pods: {cidrBlocks: [10.244.0.0/16]}}\n  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DevCluster, name: %s}\n  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: KubeadmControlPlane, name: %s-control-plane}\n", name, name, name, name),
+		fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: %s-kubeconfig, namespace: default, labels: {cluster.x-k8s.io/cluster-name: %s}}\ntype: cluster.x-k8s.io/secret\ndata: {value: %s}\n", name, name, base64.StdEncoding.EncodeToString(kc)),
+	} {
+		k.CreateYAML(t, ctx, d)
+	}
+	// STAND-IN for the control plane provider, which adopts the machine
+	// template it uses: the template joins the Cluster's object graph.
+	cl := &unstructured.Unstructured{}
+	cl.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, cl); err != nil {
+		t.Fatal(err)
+	}
+	tpl := &unstructured.Unstructured{}
+	tpl.SetGroupVersionKind(schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "DevMachineTemplate"})
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + "-control-plane"}, tpl); err != nil {
+		t.Fatal(err)
+	}
+	tpl.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: name, UID: cl.GetUID()}})
+	if err := k.Client.Update(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+}
