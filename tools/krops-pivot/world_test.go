@@ -38,7 +38,7 @@ type world struct {
 	ctx          context.Context
 	// skipInventory: the stand-in operator does not write this inventory
 	// entry on the target (a provider that did not install).
-	skipInventory atomic.Value // string
+	skipInventory atomic.Value  // string
 	nodes         chan struct{} // closed: the stand-in kubelet registers a node
 }
 
