@@ -38,7 +38,9 @@ if [[ "$("$dest/kube-apiserver" --version 2>/dev/null || true)" != "Kubernetes $
 	echo "built kube-apiserver in $((SECONDS - start)) s" >&2
 fi
 
-if ! "$dest/etcd" --version 2>/dev/null | grep -q "etcd Version: ${etcd_version#v}"; then
+# The output is read whole: `| grep -q` under pipefail fails whenever grep
+# exits before etcd finishes writing (SIGPIPE), and that rebuilt etcd.
+if [[ "$("$dest/etcd" --version 2>/dev/null || true)" != *"etcd Version: ${etcd_version#v}"* ]]; then
 	echo "building etcd $etcd_version into $dest (about 1 min cold)" >&2
 	start=$SECONDS
 	(cd "$here/etcd" && CGO_ENABLED=0 go build -trimpath -o "$dest/etcd.tmp" \
