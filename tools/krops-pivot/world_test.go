@@ -127,7 +127,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(cancel)
 	w.ctx = ctx
 	for _, c := range []*testenv.Cluster{w.kind, w.target} {
-		labelForMove(t, ctx, c)
+		testenv.LabelForMove(t, ctx, c)
 		go standInInfrastructure(ctx, c)
 	}
 	w.capiKind = testenv.RunClusterAPI(t, w.kind)
@@ -190,39 +190,6 @@ func (w *world) run(t *testing.T, extraEnv ...string) testenv.Result {
 func (w *world) runArgs(t *testing.T, extraArgs []string, extraEnv ...string) testenv.Result {
 	t.Helper()
 	return testenv.RunBinary(t, w.root, append(append([]string{}, w.env...), extraEnv...), w.bin, append(append([]string{}, w.args...), extraArgs...)...)
-}
-
-// labelForMove marks the Cluster API CRDs the way the providers' released
-// manifests do, so clusterctl's move discovers their objects.
-func labelForMove(t *testing.T, ctx context.Context, c *testenv.Cluster) {
-	t.Helper()
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
-	if err := c.Client.List(ctx, list); err != nil {
-		t.Fatal(err)
-	}
-	owners := map[string]string{
-		"cluster.x-k8s.io": "cluster-api", "addons.cluster.x-k8s.io": "cluster-api", "bootstrap.cluster.x-k8s.io": "bootstrap-kubeadm",
-		"controlplane.cluster.x-k8s.io": "control-plane-kubeadm", "infrastructure.cluster.x-k8s.io": "infrastructure-docker",
-	}
-	for i := range list.Items {
-		crd := &list.Items[i]
-		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		owner, ok := owners[group]
-		if !ok {
-			continue
-		}
-		labels := crd.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels["clusterctl.cluster.x-k8s.io"] = ""
-		labels["cluster.x-k8s.io/provider"] = owner
-		crd.SetLabels(labels)
-		if err := c.Client.Update(ctx, crd); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // standInInfrastructure is a STAND-IN for the infrastructure and control

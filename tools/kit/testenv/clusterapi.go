@@ -30,7 +30,7 @@ const HowToGetClusterAPI = "run `tools/testbin/capi.sh` and set KROPS_CAPI_BIN t
 // ClusterClasses and Clusters are defaulted and validated for real.
 func RunClusterAPI(t testing.TB, c *Cluster) *Controllers {
 	t.Helper()
-	dir := binDir(t, "KROPS_CAPI_BIN", "the Cluster API manager", HowToGetClusterAPI)
+	dir := ClusterAPIBin(t)
 	if c.WebhookCertDir == "" {
 		t.Fatal("RunClusterAPI needs a Cluster started with ClusterOptions.Webhooks")
 	}
@@ -112,6 +112,47 @@ func registerWebhooks(t testing.TB, ctx context.Context, c *Cluster, file, prefi
 		}
 		if err := c.Client.Create(ctx, u); err != nil {
 			t.Fatalf("registering %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// ClusterAPIBin is the directory tools/testbin/capi.sh built (KROPS_CAPI_BIN):
+// capi-manager, its webhooks.yaml, and clusterctl.
+func ClusterAPIBin(t testing.TB) string {
+	t.Helper()
+	return binDir(t, "KROPS_CAPI_BIN", "the Cluster API manager", HowToGetClusterAPI)
+}
+
+// LabelForMove marks the Cluster API CRDs on c the way the providers'
+// released manifests do (clusterctl.cluster.x-k8s.io and the owning
+// provider), so clusterctl's move discovers their objects.
+func LabelForMove(t testing.TB, ctx context.Context, c *Cluster) {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := c.Client.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{
+		"cluster.x-k8s.io": "cluster-api", "addons.cluster.x-k8s.io": "cluster-api", "bootstrap.cluster.x-k8s.io": "bootstrap-kubeadm",
+		"controlplane.cluster.x-k8s.io": "control-plane-kubeadm", "infrastructure.cluster.x-k8s.io": "infrastructure-docker",
+	}
+	for i := range list.Items {
+		crd := &list.Items[i]
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		owner, ok := owners[group]
+		if !ok {
+			continue
+		}
+		labels := crd.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["clusterctl.cluster.x-k8s.io"] = ""
+		labels["cluster.x-k8s.io/provider"] = owner
+		crd.SetLabels(labels)
+		if err := c.Client.Update(ctx, crd); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

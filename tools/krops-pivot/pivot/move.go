@@ -357,20 +357,41 @@ func (r *run) move(ctx context.Context) error {
 }
 
 func (r *run) runMove(ctx context.Context) error {
-	cc, err := r.clusterctl(ctx)
+	err := Move(ctx, MoveOptions{From: r.o.Source, To: r.target, Namespace: r.o.Namespace, Mutator: r.o.MoveMutator})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w. Rerun the pivot: it resumes the move. Do not delete moved Cluster, AWSManaged*, MachinePool or Dev* objects on the management cluster to work around this: providers treat that as deprovisioning", err)
 	}
-	from, to := r.kubeconfigs()
-	opts := client.MoveOptions{FromKubeconfig: from, ToKubeconfig: to, Namespace: r.o.Namespace}
-	if r.o.MoveMutator != nil {
+	return nil
+}
+
+// MoveOptions is one move of the Cluster API objects in a namespace.
+type MoveOptions struct {
+	From, To  seed.Cluster
+	Namespace string
+	// Mutator, when set, sees every object before it is created on To.
+	Mutator func(kind, namespace, name string)
+}
+
+// Move moves with the clusterctl client library: the same object graph,
+// ordering and retries as `clusterctl move`, in this process.
+func Move(ctx context.Context, o MoveOptions) error {
+	cc, err := client.New(ctx, "")
+	if err != nil {
+		return fmt.Errorf("clusterctl client: %w", err)
+	}
+	opts := client.MoveOptions{
+		FromKubeconfig: client.Kubeconfig{Path: o.From.Kubeconfig, Context: o.From.Context},
+		ToKubeconfig:   client.Kubeconfig{Path: o.To.Kubeconfig, Context: o.To.Context},
+		Namespace:      o.Namespace,
+	}
+	if o.Mutator != nil {
 		opts.ExperimentalResourceMutators = append(opts.ExperimentalResourceMutators, func(u *unstructured.Unstructured) error {
-			r.o.MoveMutator(u.GetKind(), u.GetNamespace(), u.GetName())
+			o.Mutator(u.GetKind(), u.GetNamespace(), u.GetName())
 			return nil
 		})
 	}
 	if err := cc.Move(ctx, opts); err != nil {
-		return fmt.Errorf("clusterctl move: %w. Rerun the pivot: it resumes the move. Do not delete moved Cluster, AWSManaged*, MachinePool or Dev* objects on the management cluster to work around this: providers treat that as deprovisioning", err)
+		return fmt.Errorf("clusterctl move: %w", err)
 	}
 	return nil
 }
