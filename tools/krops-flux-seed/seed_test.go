@@ -2,91 +2,17 @@ package main_test
 
 import (
 	"context"
-	"crypto/tls"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kropsdev/krops/tools/kit/testenv"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 )
-
-// recorder is a loopback proxy in front of the test's kube-apiserver that
-// logs every request krops-flux-seed makes (Helm's included): proof, from
-// the server side, of what a run wrote.
-type recorder struct {
-	mu  sync.Mutex
-	log []string
-	url string
-}
-
-func (r *recorder) writes() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, l := range r.log {
-		if !strings.HasPrefix(l, "GET ") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func (r *recorder) reset() { r.mu.Lock(); r.log = nil; r.mu.Unlock() }
-
-func newRecorder(t *testing.T, cfg *rest.Config) *recorder {
-	t.Helper()
-	upstream, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(upstream)
-	rp.Transport = tr
-	rec := &recorder{}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		rec.mu.Lock()
-		rec.log = append(rec.log, req.Method+" "+req.URL.Path)
-		rec.mu.Unlock()
-		rp.ServeHTTP(w, req)
-	}))
-	srv.Config.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	t.Cleanup(srv.Close)
-	rec.url = srv.URL
-	return rec
-}
-
-// kubeconfigFor writes a kubeconfig that reaches the recorder.
-func kubeconfigFor(t *testing.T, server, context string) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[context] = &clientcmdapi.Cluster{Server: server, InsecureSkipTLSVerify: true}
-	kc.AuthInfos[context] = &clientcmdapi.AuthInfo{}
-	kc.Contexts[context] = &clientcmdapi.Context{Cluster: context, AuthInfo: context}
-	// The caller's current context is something else: krops must not use it.
-	kc.Contexts["someone-elses"] = &clientcmdapi.Context{Cluster: context, AuthInfo: context, Namespace: "elsewhere"}
-	kc.CurrentContext = "someone-elses"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // The whole seed of local-host through the binary: the chart installed by
 // the Helm code path users run, the FluxInstance reconciled by the real Flux
@@ -101,8 +27,8 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 	go seedtest.StandInKubelet(ctx, cluster.Client)
 	reg := testenv.Registry(t)
 	charts := seedtest.OperatorChart(t, reg, "0.61.0")
-	rec := newRecorder(t, cluster.Config)
-	kubeconfig := kubeconfigFor(t, rec.url, "kind-seed")
+	rec := testenv.NewAPIRecorder(t, cluster.Config)
+	kubeconfig := rec.Kubeconfig(t, "kind-seed")
 
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -135,12 +61,12 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 	}
 
 	// The rerun reaches the API server with reads only.
-	rec.reset()
+	rec.Reset()
 	r = testenv.RunBinary(t, root, env, bin, args...)
 	if r.Code != 0 {
 		t.Fatalf("rerun: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if w := rec.writes(); len(w) != 0 {
+	if w := rec.Writes(); len(w) != 0 {
 		t.Errorf("the rerun on a seeded cluster wrote:\n%s", strings.Join(w, "\n"))
 	}
 	if !strings.Contains(r.Stderr, "release flux-operator is already at 0.61.0: unchanged") {

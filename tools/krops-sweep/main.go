@@ -1,17 +1,20 @@
-// Command krops-sweep tears an environment down. Today it provides the
-// cloud sweep (`krops-sweep cloud`, also `AWS_ONLY=1 krops-sweep`): the
-// recovery path that deletes the environment's cloud resources through its
-// provider plugin without a management cluster.
+// Command krops-sweep tears an environment down in reverse order of its
+// bootstrap (`krops-sweep [ENV]`), or sweeps only its cloud resources
+// (`krops-sweep cloud`, also `AWS_ONLY=1 krops-sweep`), the recovery path
+// without a management cluster.
 package main
 
 import (
 	"context"
 	"os"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
 	"github.com/kropsdev/krops/tools/krops-sweep/internal/cloudsweep"
 )
 
@@ -25,11 +28,17 @@ func main() {
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
 	defer sdk.CleanupClients()
-	knobs := []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR", "CLUSTER_DELETE_TIMEOUT"}
+	knobs := []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR", "CLUSTER_DELETE_TIMEOUT", "PROVIDER_DELETE_TIMEOUT",
+		"FORCE_KIND_DELETE", "KUBECONFIG", "BOOTSTRAP_KUBECONTEXT", "KROPS_KIND_CLUSTER", "MGMT_KUBECONFIG", "KROPS_TOOLBOX",
+		"CONTAINER_ENGINE", "ENGINE_SOCK", "KROPS_RUN_ID"}
 	flags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan in deletion order and change nothing"},
 		&ucli.IntFlag{Name: "max-idle-passes", Value: 5, Usage: "stop after this many passes in which nothing was deleted or still deleting"},
 	}
+	teardownFlags := append([]ucli.Flag{
+		&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "summary format: text or json (on stdout)"},
+		&ucli.DurationFlag{Name: "query-timeout", Value: 30 * time.Second, Usage: "bound on each Kubernetes query; one that runs out leaves the state unknown (exit 3)"},
+	}, flags...)
 	cloud := &ucli.Command{
 		Name:      "cloud",
 		Usage:     "delete the environment's cloud resources through its provider (recovery path)",
@@ -43,34 +52,50 @@ printed as suspects and never touched. After deleting, a fresh discovery confirm
 Exit codes: 2 when the provider cannot or may not sweep, or the account is outside allowed-accounts (nothing
 was read); 3 when credentials, the endpoint or any query failed before deleting (nothing was deleted); 1 when
 something in scope is still there afterwards, or the sweep was interrupted (rerun to finish). Use --dry-run first.`,
-		Flags:  flags,
-		Action: func(c *ucli.Context) error { return sweep(c) },
+		Flags: flags,
+		Action: func(c *ucli.Context) error {
+			sel, err := cli.SelectEnvironment(c)
+			if err != nil {
+				return err
+			}
+			lk, err := kindsetup.Hold(sel.Config.Bootstrap.KindCluster, sel.Knobs.RunID, ui.New(ui.Options{Out: c.App.ErrWriter}))
+			if err != nil {
+				return err
+			}
+			defer lk.Release()
+			return sweep(c, sel)
+		},
 	}
 	app := cli.New(cli.Options{
 		Name:      "krops-sweep",
 		Usage:     "tear an environment down",
 		ArgsUsage: "[ENV]",
-		Description: `With AWS_ONLY=1, krops-sweep [ENV] is krops-sweep cloud [ENV]. The Kubernetes-side teardown (deleting
-workload clusters through the management cluster, then the management cluster) is not available yet.`,
+		Description: `Tears the environment down in reverse order, on the controller host that answers first (kind, else the
+management cluster through MGMT_KUBECONFIG; each within 10 s):
+  1. the Flux Kustomizations that own Services of type LoadBalancer are deleted (not suspended: a suspended
+     Kustomization does not prune, and the cloud load balancer would stay), and the Services waited out;
+  2. every other Kustomization in the Flux namespace is suspended;
+  3. the workload Clusters are deleted (local-host: teardown.capi-workloads; aws: every Cluster but the management
+     one; local-talos: all of them) and watched until Cluster API has removed them (CLUSTER_DELETE_TIMEOUT);
+  4. the provider's cloud sweep (aws: every resource in scope, the management cluster's included);
+  5. the Cluster API providers (addons first, core last; PROVIDER_DELETE_TIMEOUT), the FluxInstance, the Flux
+     Operator release and the Secrets krops created;
+  6. the controller host (kind; local-host's management containers and then the registry) — only when step 3
+     confirmed every Cluster gone, or with FORCE_KIND_DELETE=1.
+Any query that does not answer clearly (30 s each) stops before the step that needed it, keeps the host running
+and exits 3. Environments whose provider says teardown is manual (azure, gcp) are refused with its steps (exit 2).
+With AWS_ONLY=1 it is krops-sweep cloud [ENV]. --dry-run prints the whole plan and changes nothing. docs/operations.md
+has the details.`,
 		Version:  version,
 		Knobs:    knobs,
-		Flags:    flags,
+		Flags:    teardownFlags,
 		Commands: []*ucli.Command{cloud},
-		Action: func(c *ucli.Context) error {
-			if v, _ := cli.Lookup(c).Get("AWS_ONLY"); v != "1" {
-				return cli.Usagef("the Kubernetes-side teardown is not available yet: run `krops-sweep cloud [ENV]` (or AWS_ONLY=1 krops-sweep [ENV]) to sweep the cloud resources")
-			}
-			return sweep(c)
-		},
+		Action:   teardownAction,
 	})
 	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
 }
 
-func sweep(c *ucli.Context) error {
-	sel, err := cli.SelectEnvironment(c)
-	if err != nil {
-		return err
-	}
+func sweep(c *ucli.Context, sel *cli.Selected) error {
 	if c.Int("max-idle-passes") < 1 {
 		return cli.Usagef("--max-idle-passes must be at least 1")
 	}
@@ -78,7 +103,7 @@ func sweep(c *ucli.Context) error {
 	// take minutes, and the provider reports what is left before it ends.
 	ctx, cancel := context.WithTimeout(c.Context, sel.Knobs.ClusterDeleteTimeout)
 	defer cancel()
-	_, err = cloudsweep.Run(ctx, cloudsweep.Options{
+	_, err := cloudsweep.Run(ctx, cloudsweep.Options{
 		Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, DryRun: c.Bool("dry-run"), MaxIdlePasses: c.Int("max-idle-passes"),
 		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
 	})

@@ -126,7 +126,7 @@ func TestRefusalsAndExitCodes(t *testing.T) {
 		want string
 	}{
 		{"provider without sweep", nil, []string{"cloud", "local-host"}, 2, "provider docker, which cannot sweep"},
-		{"kubernetes teardown not yet available", nil, []string{"aws"}, 2, "krops-sweep cloud"},
+		{"bad summary format", nil, []string{"aws", "--output", "yaml"}, 2, `--output "yaml": want text or json`},
 		{"unknown environment", nil, []string{"cloud", "gcp"}, 2, `unknown environment "gcp"`},
 		{"account outside allowed-accounts", []string{"BOOTSTRAP_CONFIG=refused.toml"}, []string{"cloud", "aws"}, 2,
 			"AWS account 123456789012 is not in environments.aws.allowed-accounts [999999999999, 111111111111]: nothing was read or changed"},

@@ -134,6 +134,35 @@ func Ensure(ctx context.Context, ch Chart, r Release) (bool, error) {
 	return true, nil
 }
 
+// Uninstall removes a release and says whether there was one: a release
+// that is not there is a success. The SDK's uninstall takes no context;
+// r.Wait (default 5 min) bounds it.
+func Uninstall(r Release) (bool, error) {
+	settings := cli.New()
+	settings.KubeConfig, settings.KubeContext = r.Kubeconfig, r.Context
+	settings.SetNamespace(r.Namespace)
+	cfg := action.NewConfiguration()
+	cfg.SetLogger(slog.NewTextHandler(io.Discard, nil))
+	if err := cfg.Init(settings.RESTClientGetter(), r.Namespace, "secret"); err != nil {
+		return false, fmt.Errorf("helm: %w", err)
+	}
+	if _, err := action.NewGet(cfg).Run(r.Name); errors.Is(err, driver.ErrReleaseNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("reading release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy = kube.HookOnlyStrategy
+	un.Timeout = 5 * time.Minute
+	if r.Wait > 0 {
+		un.Timeout = r.Wait
+	}
+	if _, err := un.Run(r.Name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return false, fmt.Errorf("uninstalling release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return true, nil
+}
+
 // local is a registry or repository on this machine (the tests', or a local
 // mirror), reached over plain HTTP; everything else is reached over TLS.
 func local(repo string) bool {

@@ -27,6 +27,10 @@ type Options struct {
 	MaxIdlePasses  int
 	Stdout, Stderr io.Writer
 	Verbose        bool
+	// AfterKubernetes: the full teardown runs this sweep after the
+	// Kubernetes side, so the provider's "cloud-only" permission does not
+	// apply.
+	AfterKubernetes bool
 }
 
 // Summary counts a sweep's outcome.
@@ -58,7 +62,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		if err != nil {
 			return Summary{}, err
 		}
-		if !pol.CloudOnlySweepAllowed {
+		if !pol.CloudOnlySweepAllowed && !o.AfterKubernetes {
 			return Summary{}, cli.Usagef("provider %s does not allow a cloud-only sweep of environment %s", c.Name, o.Environment.Name)
 		}
 	}

@@ -1,0 +1,570 @@
+// Package teardown removes an environment in reverse order of its
+// bootstrap: what makes cloud objects Cluster API does not own, Flux, the
+// workload Clusters (by watch until confirmed absent), the provider's cloud
+// sweep, the Cluster API providers and Flux's releases, and last the
+// controller host, which goes only when every Cluster is confirmed gone.
+//
+// State is three-valued: present, absent (a successful empty list, a
+// NotFound on a named lookup, or a type the server does not serve), or
+// unknown. Unknown stops the destructive step that needed it and keeps the
+// controller host running, so what is deprovisioning goes on.
+package teardown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/ui"
+)
+
+// FieldManager owns the patches a teardown makes.
+const FieldManager = "krops"
+
+var (
+	clustersGVR       = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	kustomizationsGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+	servicesGVR       = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	fluxInstancesGVR  = schema.GroupVersionResource{Group: "fluxcd.controlplane.io", Version: "v1", Resource: "fluxinstances"}
+	// providerOrder is the CAPI operator's provider kinds in deletion
+	// order: addons first, core last.
+	providerOrder = []string{"addonproviders", "ipamproviders", "runtimeextensionproviders", "controlplaneproviders", "bootstrapproviders", "infrastructureproviders", "coreproviders"}
+)
+
+// Host is a cluster that runs the controllers, bound explicitly.
+type Host struct {
+	Name                string // "kind" or "the management cluster"
+	Kubeconfig, Context string
+}
+
+func (h Host) config(timeout time.Duration) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: h.Kubeconfig}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: h.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("%s (kubeconfig %s, context %s): %w", h.Name, h.Kubeconfig, h.Context, err)
+	}
+	cfg.Timeout = timeout
+	return cfg, nil
+}
+
+// answers reports whether the host's API server answers within 10 s.
+func (h Host) answers(timeout time.Duration) (*rest.Config, bool) {
+	cfg, err := h.config(timeout)
+	if err != nil {
+		return nil, false
+	}
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 10 * time.Second
+	kc, err := kubernetes.NewForConfig(probe)
+	if err != nil {
+		return nil, false
+	}
+	if _, err := kc.Discovery().ServerVersion(); err != nil {
+		return nil, false
+	}
+	return cfg, true
+}
+
+// Options describe one teardown.
+type Options struct {
+	Environment string
+	// Candidates are the controller hosts in the order they are tried:
+	// kind, then the management cluster.
+	Candidates []Host
+	// Namespace holds the Clusters (mgmt-namespace); FluxNamespace Flux.
+	Namespace, FluxNamespace string
+	MgmtCluster              string
+	Policy                   sdk.TeardownPolicy
+	// CAPIWorkloads are the Clusters to delete for environments that name
+	// them (local-host); empty means every Cluster but MgmtCluster, or
+	// every Cluster when Policy.DeleteAllClusters.
+	CAPIWorkloads []string
+	// Secrets krops created, as namespace/name.
+	Secrets []string
+	// CloudSweep runs the provider's sweep; nil when it has none.
+	CloudSweep func(ctx context.Context, dryRun bool) error
+	// UninstallOperator removes the flux-operator Helm release.
+	UninstallOperator func(ctx context.Context, h Host) error
+	// DeleteKind removes the kind cluster.
+	DeleteKind func(ctx context.Context) error
+	// RemoveContainers removes the self-managed management cluster's
+	// containers by prefix, and the named ones last.
+	RemoveContainers func(ctx context.Context, prefix string, last []string) error
+	// Force removes the host even when Clusters are not confirmed gone
+	// (FORCE_KIND_DELETE=1).
+	Force  bool
+	DryRun bool
+	// QueryTimeout bounds each query (DefaultQueryTimeout).
+	QueryTimeout                    time.Duration
+	ClusterTimeout, ProviderTimeout time.Duration
+	Progress                        *ui.Progress
+	Out                             io.Writer
+}
+
+// Summary is what a teardown did, skipped and left.
+type Summary struct {
+	Environment string   `json:"environment"`
+	Host        string   `json:"controller_host"`
+	DryRun      bool     `json:"dry_run"`
+	Deleted     []string `json:"deleted"`
+	Skipped     []string `json:"skipped"`
+	Left        []string `json:"left"`
+	Next        string   `json:"next,omitempty"`
+}
+
+// ErrHostUnreachable: no controller host answered; only the cloud sweep ran.
+var ErrHostUnreachable = errors.New("no controller host answered")
+
+// ErrLeft: something the teardown should have removed is still there.
+var ErrLeft = errors.New("not everything is gone")
+
+type run struct {
+	o    Options
+	host Host
+	cfg  *rest.Config
+	dyn  dynamic.Interface
+	sum  *Summary
+	// clustersGone: step 3 confirmed every Cluster it had to delete absent.
+	clustersGone bool
+}
+
+func (r *run) plan(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if r.o.DryRun {
+		fmt.Fprintf(r.o.Out, "  would %s\n", line)
+	}
+}
+
+// Run tears the environment down.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = DefaultQueryTimeout
+	}
+	sum := &Summary{Environment: o.Environment, DryRun: o.DryRun, Deleted: []string{}, Skipped: []string{}, Left: []string{}}
+	r := &run{o: o, sum: sum}
+	for _, h := range o.Candidates {
+		if cfg, ok := h.answers(o.QueryTimeout); ok {
+			r.host, r.cfg = h, cfg
+			break
+		}
+	}
+	if r.cfg == nil {
+		sum.Host = "none"
+		sum.Skipped = append(sum.Skipped, "the Kubernetes side: no controller host answered within 10 s ("+hostNames(o.Candidates)+")")
+		if o.CloudSweep != nil {
+			if err := o.Progress.Step(ctx, "the provider's cloud sweep", func(ctx context.Context) error { return o.CloudSweep(ctx, o.DryRun) }); err != nil {
+				return sum, err
+			}
+		}
+		sum.Next = "start the controller host and rerun, or `krops-sweep cloud " + o.Environment + "` if only the cloud side is left"
+		return sum, fmt.Errorf("%w: the Kubernetes side was not torn down (%s)", ErrHostUnreachable, hostNames(o.Candidates))
+	}
+	sum.Host = r.host.Name
+	var err error
+	if r.dyn, err = dynamic.NewForConfig(r.cfg); err != nil {
+		return sum, err
+	}
+	o.Progress.Infof("controller host: %s (context %s)", r.host.Name, r.host.Context)
+	for _, step := range []func(context.Context) error{r.loadBalancers, r.suspendFlux, r.deleteClusters, r.cloud, r.providers, r.removeHost} {
+		if err := step(ctx); err != nil {
+			if errors.Is(err, ErrUnknownState) {
+				sum.Left = append(sum.Left, "the controller host "+r.host.Name+" is kept running: what it is deprovisioning goes on")
+				sum.Next = "rerun `krops-sweep " + o.Environment + "` once the API server answers"
+			}
+			return sum, err
+		}
+	}
+	if len(sum.Left) > 0 {
+		return sum, ErrLeft
+	}
+	return sum, nil
+}
+
+func hostNames(hs []Host) string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Name+" (context "+h.Context+")")
+	}
+	return strings.Join(out, ", ")
+}
+
+// loadBalancers deletes the Kustomizations that own Services of type
+// LoadBalancer, without suspending them first (a suspended Kustomization
+// skips its prune and leaves the cloud load balancer behind), and waits for
+// the Services to go.
+func (r *run) loadBalancers(ctx context.Context) error {
+	svcs, err := list(ctx, r.o.QueryTimeout, r.dyn, servicesGVR, "", "Services")
+	if err != nil {
+		return err
+	}
+	owners := map[string][]string{} // "ns/name" of the Kustomization -> Services
+	for _, s := range svcs {
+		if t, _, _ := unstructured.NestedString(s.Object, "spec", "type"); t != "LoadBalancer" {
+			continue
+		}
+		l := s.GetLabels()
+		name, ns := l["kustomize.toolkit.fluxcd.io/name"], l["kustomize.toolkit.fluxcd.io/namespace"]
+		if name == "" || ns == "" {
+			r.sum.Left = append(r.sum.Left, fmt.Sprintf("Service %s/%s (type LoadBalancer, not from a Flux Kustomization: delete it yourself)", s.GetNamespace(), s.GetName()))
+			continue
+		}
+		owners[ns+"/"+name] = append(owners[ns+"/"+name], s.GetNamespace()+"/"+s.GetName())
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	keys := sortedKeys(owners)
+	return r.o.Progress.Step(ctx, fmt.Sprintf("deleting %d Kustomizations that own load balancers", len(keys)), func(ctx context.Context) error {
+		var wait []target
+		for _, k := range keys {
+			ns, name, _ := strings.Cut(k, "/")
+			r.plan("delete Kustomization %s (owns Services %s)", k, strings.Join(owners[k], ", "))
+			if r.o.DryRun {
+				continue
+			}
+			if err := r.del(ctx, kustomizationsGVR, ns, name); err != nil {
+				return err
+			}
+			r.sum.Deleted = append(r.sum.Deleted, "Kustomization "+k)
+			for _, s := range owners[k] {
+				sns, sname, _ := strings.Cut(s, "/")
+				wait = append(wait, target{gvr: servicesGVR, ns: sns, name: sname, kind: "Service"})
+			}
+		}
+		return r.waitGone(ctx, wait, r.o.ClusterTimeout, "CLUSTER_DELETE_TIMEOUT")
+	})
+}
+
+// suspendFlux suspends every other Kustomization in the Flux namespace, so
+// nothing recreates what is being deleted.
+func (r *run) suspendFlux(ctx context.Context) error {
+	ks, err := list(ctx, r.o.QueryTimeout, r.dyn, kustomizationsGVR, r.o.FluxNamespace, "Flux Kustomizations in "+r.o.FluxNamespace)
+	if err != nil {
+		return err
+	}
+	return r.o.Progress.Step(ctx, fmt.Sprintf("suspending %d Flux Kustomizations", len(ks)), func(ctx context.Context) error {
+		for _, k := range ks {
+			if s, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend"); s || k.GetDeletionTimestamp() != nil {
+				continue
+			}
+			r.plan("suspend Kustomization %s/%s", k.GetNamespace(), k.GetName())
+			if r.o.DryRun {
+				continue
+			}
+			qctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
+			_, err := r.dyn.Resource(kustomizationsGVR).Namespace(k.GetNamespace()).Patch(qctx, k.GetName(), types.MergePatchType, []byte(`{"spec":{"suspend":true}}`), metav1.PatchOptions{FieldManager: FieldManager})
+			cancel()
+			if err != nil && !apierrors.IsNotFound(err) {
+				return &UnknownError{What: "suspending Kustomization " + k.GetNamespace() + "/" + k.GetName(), Err: err}
+			}
+		}
+		return nil
+	})
+}
+
+// deleteClusters deletes the Clusters the policy names and waits, by
+// watch, until each is confirmed absent.
+func (r *run) deleteClusters(ctx context.Context) error {
+	cls, err := list(ctx, r.o.QueryTimeout, r.dyn, clustersGVR, r.o.Namespace, "Clusters in "+r.o.Namespace)
+	if err != nil {
+		return err
+	}
+	var doomed []string
+	for _, c := range cls {
+		name := c.GetName()
+		switch {
+		case len(r.o.CAPIWorkloads) > 0:
+			if slices.Contains(r.o.CAPIWorkloads, name) {
+				doomed = append(doomed, name)
+			}
+		case r.o.Policy.DeleteAllClusters:
+			doomed = append(doomed, name)
+		case name != r.o.MgmtCluster:
+			doomed = append(doomed, name)
+		}
+	}
+	sort.Strings(doomed)
+	if len(doomed) == 0 {
+		r.clustersGone = true
+		return nil
+	}
+	return r.o.Progress.Step(ctx, fmt.Sprintf("deleting Clusters %s (up to %s)", strings.Join(doomed, ", "), r.o.ClusterTimeout), func(ctx context.Context) error {
+		var wait []target
+		for _, name := range doomed {
+			r.plan("delete Cluster %s/%s and wait until Cluster API has removed it", r.o.Namespace, name)
+			if r.o.DryRun {
+				continue
+			}
+			if err := r.del(ctx, clustersGVR, r.o.Namespace, name); err != nil {
+				return err
+			}
+			wait = append(wait, target{gvr: clustersGVR, ns: r.o.Namespace, name: name, kind: "Cluster"})
+		}
+		if r.o.DryRun {
+			return nil
+		}
+		err := r.waitGone(ctx, wait, r.o.ClusterTimeout, "CLUSTER_DELETE_TIMEOUT")
+		var te *timeoutError
+		switch {
+		case err == nil:
+			r.clustersGone = true
+			for _, name := range doomed {
+				r.sum.Deleted = append(r.sum.Deleted, "Cluster "+r.o.Namespace+"/"+name)
+			}
+		case errors.As(err, &te) && r.o.Force:
+			// The user chose to go on: what those Clusters still hold is
+			// orphaned, and the summary says so.
+			r.o.Progress.Warnf("FORCE_KIND_DELETE=1: going on although %s", te)
+			return nil
+		}
+		return err
+	})
+}
+
+func (r *run) cloud(ctx context.Context) error {
+	if r.o.CloudSweep == nil {
+		return nil
+	}
+	return r.o.Progress.Step(ctx, "the provider's cloud sweep", func(ctx context.Context) error { return r.o.CloudSweep(ctx, r.o.DryRun) })
+}
+
+// providers removes the CAPI operator's provider objects (addons first,
+// core last), the FluxInstance before the Flux Operator (so its finalizer
+// has its controller), and the Secrets krops created, while the host
+// answers.
+func (r *run) providers(ctx context.Context) error {
+	return r.o.Progress.Step(ctx, "Cluster API providers, Flux and krops's Secrets", func(ctx context.Context) error {
+		for _, res := range providerOrder {
+			gvr := schema.GroupVersionResource{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Resource: res}
+			items, err := list(ctx, r.o.QueryTimeout, r.dyn, gvr, "", res)
+			if err != nil {
+				return err
+			}
+			var wait []target
+			for _, u := range items {
+				r.plan("delete %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+				if r.o.DryRun {
+					continue
+				}
+				if err := r.del(ctx, gvr, u.GetNamespace(), u.GetName()); err != nil {
+					return err
+				}
+				wait = append(wait, target{gvr: gvr, ns: u.GetNamespace(), name: u.GetName(), kind: u.GetKind()})
+				r.sum.Deleted = append(r.sum.Deleted, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+			}
+			if err := r.waitGone(ctx, wait, r.o.ProviderTimeout, "PROVIDER_DELETE_TIMEOUT"); err != nil {
+				return err
+			}
+		}
+		instances, err := list(ctx, r.o.QueryTimeout, r.dyn, fluxInstancesGVR, r.o.FluxNamespace, "FluxInstances")
+		if err != nil {
+			return err
+		}
+		var wait []target
+		for _, u := range instances {
+			r.plan("delete FluxInstance %s/%s", u.GetNamespace(), u.GetName())
+			if r.o.DryRun {
+				continue
+			}
+			if err := r.del(ctx, fluxInstancesGVR, u.GetNamespace(), u.GetName()); err != nil {
+				return err
+			}
+			wait = append(wait, target{gvr: fluxInstancesGVR, ns: u.GetNamespace(), name: u.GetName(), kind: "FluxInstance"})
+			r.sum.Deleted = append(r.sum.Deleted, "FluxInstance "+u.GetNamespace()+"/"+u.GetName())
+		}
+		if err := r.waitGone(ctx, wait, r.o.ProviderTimeout, "PROVIDER_DELETE_TIMEOUT"); err != nil {
+			return err
+		}
+		r.plan("uninstall Helm release %s/flux-operator", r.o.FluxNamespace)
+		if !r.o.DryRun && r.o.UninstallOperator != nil {
+			if err := r.o.UninstallOperator(ctx, r.host); err != nil {
+				return err
+			}
+		}
+		for _, s := range r.o.Secrets {
+			ns, name, _ := strings.Cut(s, "/")
+			r.plan("delete Secret %s", s)
+			if r.o.DryRun {
+				continue
+			}
+			if err := r.del(ctx, schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, ns, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// removeHost removes the controller host when every Cluster is confirmed
+// gone, or when forced. A self-managed cluster is never asked to delete
+// itself through its own Cluster object: its host goes by the provider's
+// policy instead.
+func (r *run) removeHost(ctx context.Context) error {
+	if r.o.DryRun {
+		r.plan("remove the controller host %s once every Cluster is confirmed gone (%s)", r.host.Name, r.o.Policy.HostRemoval)
+		return nil
+	}
+	if !r.clustersGone && !r.o.Force {
+		r.sum.Left = append(r.sum.Left, "the controller host "+r.host.Name+": not every Cluster is confirmed gone")
+		return fmt.Errorf("%w: the controller host %s is kept because not every Cluster is confirmed gone; FORCE_KIND_DELETE=1 removes it anyway and orphans whatever those Clusters still hold in the cloud", ErrLeft, r.host.Name)
+	}
+	switch {
+	case r.host.Name == "kind":
+		r.plan("delete the kind cluster (context %s)", r.host.Context)
+		if r.o.DryRun || r.o.DeleteKind == nil {
+			return nil
+		}
+		if err := r.o.DeleteKind(ctx); err != nil {
+			return err
+		}
+		r.sum.Deleted = append(r.sum.Deleted, "kind cluster ("+r.host.Context+")")
+	case r.o.Policy.HostRemoval == sdk.RemoveContainers:
+		r.plan("remove the containers named %s* and then %s", r.o.Policy.ContainerPrefix, strings.Join(r.o.Policy.RemoveLast, ", "))
+		if r.o.DryRun || r.o.RemoveContainers == nil {
+			return nil
+		}
+		if err := r.o.RemoveContainers(ctx, r.o.Policy.ContainerPrefix, r.o.Policy.RemoveLast); err != nil {
+			return err
+		}
+		r.sum.Deleted = append(r.sum.Deleted, "containers "+r.o.Policy.ContainerPrefix+"*")
+	case r.o.Policy.HostRemoval == sdk.RemoveManually:
+		r.sum.Left = append(r.sum.Left, "the management cluster: "+r.o.Policy.Manual)
+	}
+	return nil
+}
+
+// del deletes one object; NotFound is success.
+func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
+	defer cancel()
+	err := r.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return &UnknownError{What: fmt.Sprintf("deleting %s %s/%s", gvr.Resource, ns, name), Err: err}
+}
+
+type target struct {
+	gvr            schema.GroupVersionResource
+	ns, name, kind string
+}
+
+func (t target) String() string { return t.kind + " " + t.ns + "/" + t.name }
+
+// waitGone watches each target until a NotFound or a Deleted event
+// confirms it absent, printing phases as they change.
+func (r *run) waitGone(ctx context.Context, targets []target, timeout time.Duration, knob string) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	errs := make([]error, len(targets))
+	done := make(chan int, len(targets))
+	for i, t := range targets {
+		go func() {
+			errs[i] = r.waitOne(wctx, t)
+			done <- i
+		}()
+	}
+	for range targets {
+		<-done
+	}
+	var left []string
+	for i, err := range errs {
+		if err != nil {
+			left = append(left, targets[i].String())
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	r.sum.Left = append(r.sum.Left, left...)
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted while waiting for %s to go: %w", strings.Join(left, ", "), ctx.Err())
+	}
+	for _, err := range errs {
+		var ue *UnknownError
+		if errors.As(err, &ue) {
+			return err
+		}
+	}
+	return &UnknownError{What: "deleting " + strings.Join(left, ", "), Err: &timeoutError{left: left, timeout: timeout, knob: knob}}
+}
+
+// timeoutError: a deletion was accepted but not confirmed in time.
+type timeoutError struct {
+	left    []string
+	timeout time.Duration
+	knob    string
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("%s still there after %s (%s)", strings.Join(e.left, ", "), e.timeout, e.knob)
+}
+
+func (r *run) waitOne(ctx context.Context, t target) error {
+	ri := r.dyn.Resource(t.gvr).Namespace(t.ns)
+	sel := "metadata.name=" + t.name
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = sel
+			return ri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = sel
+			return ri.Watch(ctx, opts)
+		},
+	}
+	last := ""
+	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, func(store cache.Store) (bool, error) {
+		return len(store.List()) == 0, nil
+	}, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return true, nil
+		}
+		if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+			if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase != "" && phase != last {
+				last = phase
+				r.o.Progress.Infof("%s: %s", t, phase)
+			}
+		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return &UnknownError{What: "watching " + t.String(), Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: not confirmed gone", t)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

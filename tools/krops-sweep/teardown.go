@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/host"
+	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/engine"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
+	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/helmrelease"
+	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
+	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
+	"github.com/kropsdev/krops/tools/krops-sweep/internal/cloudsweep"
+	"github.com/kropsdev/krops/tools/krops-sweep/internal/teardown"
+)
+
+func teardownAction(c *ucli.Context) error {
+	sel, err := cli.SelectEnvironment(c)
+	if err != nil {
+		return err
+	}
+	format := c.String("output")
+	if format != "text" && format != "json" {
+		return cli.Usagef("--output %q: want text or json", format)
+	}
+	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
+	// Two teardowns, or a teardown and a bootstrap or pivot, of one kind
+	// cluster never run at once.
+	lk, err := kindsetup.Hold(sel.Config.Bootstrap.KindCluster, sel.Knobs.RunID, prog)
+	if err != nil {
+		return err
+	}
+	defer lk.Release()
+	if sel.Knobs.AWSOnly {
+		return sweep(c, sel)
+	}
+	provider, err := host.Load(c.Context, host.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
+	if err != nil {
+		return err
+	}
+	defer provider.Close()
+	pol := sdk.TeardownPolicy{HostRemoval: sdk.RemoveByDeletingCluster}
+	if provider.Description().Has(sdk.CapTeardownPolicy) {
+		if pol, err = provider.TeardownPolicy(c.Context); err != nil {
+			return err
+		}
+	}
+	if pol.HostRemoval == sdk.RemoveManually {
+		fmt.Fprintf(c.App.Writer, "Environment %s is torn down by hand; provider %s says:\n%s\n", sel.Environment.Name, provider.Name, pol.Manual)
+		for _, n := range pol.Notices {
+			fmt.Fprintf(c.App.Writer, "- %s\n", n)
+		}
+		return cli.Usagef("krops does not tear %s down: follow the steps above", sel.Environment.Name)
+	}
+	for _, n := range pol.Notices {
+		prog.Warnf("%s", n)
+	}
+	home, _ := os.UserHomeDir()
+	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	boot := sel.Config.Bootstrap
+	o := teardown.Options{
+		Environment: sel.Environment.Name,
+		Candidates: []teardown.Host{
+			{Name: "kind", Kubeconfig: kubeconfig, Context: boot.KindContext},
+			{Name: "the management cluster", Kubeconfig: sel.Knobs.MgmtKubeconfig, Context: boot.MgmtContext},
+		},
+		Namespace: boot.MgmtNamespace, FluxNamespace: boot.FluxNamespace, MgmtCluster: sel.Environment.MgmtCluster,
+		Policy: pol, CAPIWorkloads: sel.Environment.Teardown.CAPIWorkloads,
+		Secrets: []string{boot.FluxNamespace + "/" + boot.GitHubPATSecret, boot.FluxNamespace + "/" + boot.SOPSAgeSecret, "default/" + boot.SOPSAgeSecret},
+		Force:   sel.Knobs.ForceKindDelete, DryRun: c.Bool("dry-run"), QueryTimeout: c.Duration("query-timeout"),
+		ClusterTimeout: sel.Knobs.ClusterDeleteTimeout, ProviderTimeout: sel.Knobs.ProviderDeleteTimeout,
+		Progress: prog, Out: c.App.ErrWriter,
+		UninstallOperator: func(ctx context.Context, h teardown.Host) error {
+			_, err := helmrelease.Uninstall(helmrelease.Release{Kubeconfig: h.Kubeconfig, Context: h.Context, Name: "flux-operator", Namespace: boot.FluxNamespace})
+			return err
+		},
+		DeleteKind: func(ctx context.Context) error {
+			ks, err := kindsetup.Load(ctx, sel, prog, c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			if err := ks.EngineNeeded(); err != nil {
+				return err
+			}
+			return bootcluster.Down(ctx, ks.Options)
+		},
+		RemoveContainers: func(ctx context.Context, prefix string, last []string) error {
+			ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
+			eng, err := engine.Detect(ctx, engine.Options{Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost, Env: os.Environ()})
+			if err != nil {
+				return cli.UsageError(err)
+			}
+			return removeContainers(ctx, eng, prefix, last)
+		},
+	}
+	if provider.Description().Has(sdk.CapSweep) {
+		o.CloudSweep = func(ctx context.Context, dryRun bool) error {
+			ctx, cancel := context.WithTimeout(ctx, sel.Knobs.ClusterDeleteTimeout)
+			defer cancel()
+			_, err := cloudsweep.Run(ctx, cloudsweep.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, DryRun: dryRun,
+				MaxIdlePasses: c.Int("max-idle-passes"), Stdout: c.App.ErrWriter, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"), AfterKubernetes: true})
+			return err
+		}
+	}
+	sum, err := teardown.Run(c.Context, o)
+	printSummary(c, format, sum)
+	if errors.Is(err, teardown.ErrUnknownState) {
+		return cli.UnknownStateError(err)
+	}
+	return err
+}
+
+// removeContainers removes the containers whose names start with prefix,
+// then the named ones (the registry), each only when it exists.
+func removeContainers(ctx context.Context, eng *engine.Engine, prefix string, last []string) error {
+	res, err := eng.Run(ctx, "ps", "-a", "--filter", "name=^"+prefix, "--format", "{{.Names}}")
+	if err != nil {
+		return fmt.Errorf("listing containers named %s*: %w", prefix, err)
+	}
+	var names []string
+	for _, n := range strings.Fields(string(res.Stdout)) {
+		// The engine's filter matches a substring; the prefix is checked.
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range append(names, last...) {
+		if _, err := eng.Run(ctx, "rm", "-f", "-v", n); err != nil && !strings.Contains(err.Error(), "No such container") {
+			return fmt.Errorf("removing container %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+func printSummary(c *ucli.Context, format string, sum *teardown.Summary) {
+	if sum == nil {
+		return
+	}
+	if format == "json" {
+		b, _ := json.MarshalIndent(sum, "", "  ")
+		fmt.Fprintln(c.App.Writer, string(b))
+		return
+	}
+	w := c.App.Writer
+	verb := "Deleted"
+	if sum.DryRun {
+		verb = "Would delete (dry run; nothing was changed)"
+	}
+	fmt.Fprintf(w, "Teardown of %s (controller host: %s)\n", sum.Environment, sum.Host)
+	for _, sec := range []struct {
+		title string
+		items []string
+	}{{verb, sum.Deleted}, {"Skipped", sum.Skipped}, {"Left", sum.Left}} {
+		if len(sec.items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s:\n", sec.title)
+		for _, it := range sec.items {
+			fmt.Fprintf(w, "  - %s\n", it)
+		}
+	}
+	if sum.Next != "" {
+		fmt.Fprintf(w, "Next: %s\n", sum.Next)
+	}
+}

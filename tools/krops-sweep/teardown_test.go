@@ -1,0 +1,392 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"github.com/kropsdev/krops/tools/kit/configartifact"
+	"github.com/kropsdev/krops/tools/kit/lock"
+	"github.com/kropsdev/krops/tools/kit/testenv"
+)
+
+var clusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
+
+const teardownConfig = `[bootstrap]
+default-environment = "local-host"
+
+[charts]
+flux-operator = "0.61.0"
+cert-manager = "1.21.2"
+capi-operator = "0.29.0"
+
+[environments.local-host]
+provider = "docker"
+sync = "oci"
+sync-path = "mgmt/local-host"
+mgmt-cluster = "local-management"
+mgmt-ready-timeout = "15m"
+infra-provider-namespace = "capd-system"
+infra-provider-name = "docker"
+provider-manifests = ["x.yaml"]
+
+[environments.local-host.teardown]
+capi-workloads = ["local-workload"]
+mgmt-container-prefix = "local-management"
+
+[environments.azure]
+provider = "azure"
+sync = "github"
+sync-path = "mgmt/azure"
+mgmt-cluster = "swedencentral-management"
+mgmt-ready-timeout = "40m"
+infra-provider-namespace = "capz-system"
+infra-provider-name = "azure"
+provider-manifests = ["x.yaml"]
+
+[environments.azure.teardown]
+manual = "1. Delete the resource groups: az group delete --name <group> --yes"
+`
+
+// teardownEngine is a STAND-IN for the docker CLI (no engine runs here):
+// it answers kind's listing of the "mgmt" cluster's node until `rm`
+// removes it, and logs every call.
+const teardownEngine = `#!/bin/sh
+echo "$*" >> "@DIR@/log"
+case "$1" in
+info) exit 0 ;;
+--version) echo "Docker version 28.2.2, build e6534b4" ;;
+ps)
+	[ -f "@DIR@/deleted" ] && exit 0
+	case "$*" in
+	*"io.x-k8s.kind.cluster=mgmt"*) echo mgmt-control-plane ;;
+	*) echo mgmt ;;
+	esac ;;
+rm) touch "@DIR@/deleted" ;;
+*) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
+esac
+`
+
+type site struct {
+	kind      *testenv.Cluster
+	capi      *testenv.Controllers
+	rec       *testenv.APIRecorder
+	dir, bin  string
+	engineDir string
+	env       []string
+	ctx       context.Context
+	stuck     string // a DevCluster whose stand-in provider never lets go
+}
+
+// newSite is kind as bootstrap leaves it for local-host, before the pivot:
+// the real Cluster API manager (with webhooks) doing the deletions, the real
+// Flux controllers pruning, two Clusters, a Kustomization that owns a
+// Service of type LoadBalancer, the operator's provider objects, a
+// FluxInstance and krops's Secrets. The binary reaches kind through a
+// recording proxy, which gives the order of its requests.
+func newSite(t *testing.T) *site {
+	t.Helper()
+	s := &site{}
+	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", Webhooks: true,
+		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxOperator}})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.ctx = ctx
+	s.capi = testenv.RunClusterAPI(t, s.kind)
+	testenv.Flux(t, s.kind)
+	go s.standInInfrastructure(ctx)
+	s.rec = testenv.NewAPIRecorder(t, s.kind.Config)
+
+	// An artifact with a Service of type LoadBalancer, applied by the real
+	// kustomize-controller.
+	reg := testenv.Registry(t)
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "apps"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "apps", "svc.yaml"), []byte("apiVersion: v1\nkind: Service\nmetadata: {name: ingress, namespace: default}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: src, Paths: []string{"apps"}, Revision: "main@sha1:0000000000000000000000000000000000000001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configartifact.Push(ctx, a, reg.Host+"/krops:latest", configartifact.PushOptions{Insecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{
+		fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {interval: 1m, url: oci://%s/krops, insecure: true, ref: {tag: latest}}\n", reg.Host),
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {interval: 1m, prune: true, path: ./apps, sourceRef: {kind: OCIRepository, name: flux-system}}\n",
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: clusters, namespace: flux-system}\nspec: {interval: 1m, prune: true, suspend: false, path: ./nothing, sourceRef: {kind: OCIRepository, name: flux-system}}\n",
+		"apiVersion: v1\nkind: Namespace\nmetadata: {name: capi-system}\n",
+		"apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: CoreProvider\nmetadata: {name: cluster-api, namespace: capi-system}\nspec: {version: v1.14.2}\n",
+		"apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: InfrastructureProvider\nmetadata: {name: docker, namespace: capi-system}\nspec: {version: v1.14.2}\n",
+		"apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata: {name: flux, namespace: flux-system}\nspec: {distribution: {version: 2.x, registry: ghcr.io/fluxcd}}\n",
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: sops-age, namespace: default}\nstringData: {age.agekey: not-a-real-key}\n",
+	} {
+		s.kind.CreateYAML(t, ctx, d)
+	}
+	for _, c := range []string{"local-management", "local-workload"} {
+		s.kind.CreateYAML(t, ctx, fmt.Sprintf("apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: DevCluster\nmetadata: {name: %s, namespace: default, annotations: {krops.io/test: x}}\nspec: {backend: {inMemory: {}}}\n", c))
+		s.kind.CreateYAML(t, ctx, fmt.Sprintf("apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: %s, namespace: default}\nspec: {infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DevCluster, name: %s}}\n", c, c))
+	}
+	// Flux has applied the Service before the teardown starts.
+	s.waitFor(t, "the LoadBalancer Service from Flux", func() bool {
+		var svc corev1.Service
+		return s.kind.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil
+	})
+
+	s.dir = t.TempDir()
+	s.bin = testenv.BuildBinary(t, ".", "krops-sweep")
+	plugins := filepath.Join(s.dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"docker", "azure"} {
+		sdktest.Install(t, plugins, "github.com/kropsdev/krops/plugins/"+name, name)
+	}
+	files := map[string]string{"bootstrap.toml": teardownConfig}
+	images, err := os.ReadFile("../../airgap/images.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["airgap/images.txt"] = string(images)
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Join(s.dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.engineDir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(s.engineDir, "docker"), []byte(strings.ReplaceAll(teardownEngine, "@DIR@", s.engineDir)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.env = []string{"PATH=" + s.engineDir + ":" + os.Getenv("PATH"), "HOME=" + s.dir, "XDG_STATE_HOME=" + filepath.Join(s.dir, "state"),
+		"KROPS_PLUGIN_DIR=" + plugins, "KUBECONFIG=" + s.rec.Kubeconfig(t, "kind-mgmt"), "MGMT_KUBECONFIG=" + filepath.Join(s.dir, "no-mgmt.yaml"),
+		"CLUSTER_DELETE_TIMEOUT=90s", "PROVIDER_DELETE_TIMEOUT=30s"}
+	return s
+}
+
+func (s *site) waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (s *site) run(t *testing.T, extraEnv []string, args ...string) testenv.Result {
+	t.Helper()
+	return testenv.RunBinary(t, s.dir, append(append([]string{}, s.env...), extraEnv...), s.bin, args...)
+}
+
+// standInInfrastructure is a STAND-IN for CAPD (it does not run here): it
+// holds a finalizer on every DevCluster and lets go half a second after the
+// DevCluster is deleted, as a provider does once the infrastructure is gone
+// (never for s.stuck).
+func (s *site) standInInfrastructure(ctx context.Context) {
+	const fin = "stand-in.krops.io/infrastructure"
+	gvk := schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "DevClusterList"}
+	for ctx.Err() == nil {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := s.kind.Client.List(ctx, list); err == nil {
+			for i := range list.Items {
+				u := &list.Items[i]
+				fins := u.GetFinalizers()
+				switch {
+				case u.GetDeletionTimestamp() == nil && !slices.Contains(fins, fin):
+					u.SetFinalizers(append(fins, fin))
+					_ = s.kind.Client.Update(ctx, u)
+				case u.GetDeletionTimestamp() != nil && u.GetName() != s.stuck && time.Since(u.GetDeletionTimestamp().Time) > 500*time.Millisecond:
+					u.SetFinalizers(slices.DeleteFunc(fins, func(f string) bool { return f == fin }))
+					_ = s.kind.Client.Update(ctx, u)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *site) exists(t *testing.T, gvk schema.GroupVersionKind, ns, name string) bool {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func (s *site) kindDeleted() bool {
+	_, err := os.Stat(filepath.Join(s.engineDir, "deleted"))
+	return err == nil
+}
+
+// index of the first request matching method and a path suffix.
+func index(reqs []string, method, suffix string) int {
+	for i, r := range reqs {
+		if strings.HasPrefix(r, method+" ") && strings.HasSuffix(r, suffix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// The local-host teardown on kind, through the binary: a dry run changes
+// nothing; then the real controllers carry the teardown out in order and
+// kind goes last.
+func TestTeardownLocalHostInOrder(t *testing.T) {
+	s := newSite(t)
+	r := s.run(t, nil, "local-host", "--dry-run")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "would delete Kustomization flux-system/apps (owns Services default/ingress)") ||
+		!strings.Contains(r.Stderr, "would delete Cluster default/local-workload") || strings.Contains(r.Stderr, "would delete Cluster default/local-management") ||
+		!strings.Contains(r.Stderr, "would remove the controller host kind") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if w := s.rec.Writes(); len(w) != 0 {
+		t.Fatalf("the dry run wrote:\n%s", strings.Join(w, "\n"))
+	}
+	if s.kindDeleted() {
+		t.Fatal("the dry run deleted kind")
+	}
+
+	s.rec.Reset()
+	r = s.run(t, nil, "local-host", "--output", "json")
+	if r.Code != 0 {
+		t.Fatalf("teardown: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	writes := s.rec.Writes()
+	order := []int{
+		index(writes, "DELETE", "/kustomizations/apps"),
+		index(writes, "PATCH", "/kustomizations/clusters"),
+		index(writes, "DELETE", "/clusters/local-workload"),
+		index(writes, "DELETE", "/coreproviders/cluster-api"),
+		index(writes, "DELETE", "/fluxinstances/flux"),
+		index(writes, "DELETE", "/secrets/sops-age"),
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i-1] < 0 || order[i] < 0 || order[i-1] > order[i] {
+			t.Fatalf("requests out of order (%v):\n%s", order, strings.Join(writes, "\n"))
+		}
+	}
+	// The infrastructure provider went before its core, per the order.
+	if index(writes, "DELETE", "/infrastructureproviders/docker") > order[3] {
+		t.Errorf("the core provider went before the infrastructure provider:\n%s", strings.Join(writes, "\n"))
+	}
+	if index(writes, "PATCH", "/kustomizations/apps") >= 0 {
+		t.Error("the load balancer's Kustomization was suspended before deletion: its prune would be skipped")
+	}
+	if s.exists(t, clusterGVK, "default", "local-workload") || !s.exists(t, clusterGVK, "default", "local-management") {
+		t.Error("local-workload must be gone and local-management (not a capi-workload) left")
+	}
+	var svc corev1.Service
+	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc); !apierrors.IsNotFound(err) {
+		t.Errorf("the LoadBalancer Service is still there: %v", err)
+	}
+	if !s.kindDeleted() {
+		t.Errorf("kind was not deleted")
+	}
+	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"kind cluster (kind-mgmt)"`} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("summary lacks %s:\n%s", want, r.Stdout)
+		}
+	}
+}
+
+// Unknown state stops before the step that needed it, keeps kind, exits 3;
+// FORCE_KIND_DELETE removes kind anyway and names what is left; the lock
+// and a manual environment are refused.
+func TestTeardownGuards(t *testing.T) {
+	s := newSite(t)
+
+	// The lock of the kind cluster is held by a live process.
+	l, err := lock.Acquire(lock.Options{Dir: filepath.Join(s.dir, "state", "krops", "locks"), Name: "kind-mgmt", Holder: lock.Holder{RunID: "someone-else"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.run(t, nil, "local-host")
+	l.Release()
+	if r.Code != 2 || !strings.Contains(r.Stderr, "someone-else") || len(s.rec.Writes()) != 0 {
+		t.Fatalf("lock: exit %d\n%s\nwrites %v", r.Code, r.Stderr, s.rec.Writes())
+	}
+
+	// Azure is torn down by hand.
+	r = s.run(t, nil, "azure")
+	if r.Code != 2 || !strings.Contains(r.Stdout, "az group delete") {
+		t.Errorf("manual: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// Listing Clusters is refused (an RBAC-restricted user): exit 3,
+	// nothing deleted from there on, kind kept.
+	s.rec.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/clusters") {
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"clusters is forbidden"}`, http.StatusForbidden)
+			return true
+		}
+		return false
+	})
+	s.rec.Reset()
+	r = s.run(t, nil, "local-host")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "listing Clusters in default: the state is unknown") || index(s.rec.Writes(), "DELETE", "/clusters/local-workload") >= 0 || s.kindDeleted() {
+		t.Fatalf("forbidden: exit %d\n%s\nwrites %v", r.Code, r.Stderr, s.rec.Writes())
+	}
+	// A server that hangs past the query timeout: the same.
+	s.rec.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/clusters") {
+			select {
+			case <-req.Context().Done():
+			case <-time.After(time.Minute):
+			}
+			return true
+		}
+		return false
+	})
+	r = s.run(t, nil, "local-host", "--query-timeout", "3s")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "the state is unknown") || s.kindDeleted() {
+		t.Fatalf("hanging: exit %d\n%s", r.Code, r.Stderr)
+	}
+	s.rec.Intercept(nil)
+
+	// A Cluster whose infrastructure never lets go: the wait runs out,
+	// exit 3, kind kept.
+	s.stuck = "local-workload"
+	r = s.run(t, []string{"CLUSTER_DELETE_TIMEOUT=5s"}, "local-host")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "Cluster default/local-workload still there after 5s (CLUSTER_DELETE_TIMEOUT)") || s.kindDeleted() {
+		t.Fatalf("stuck: exit %d\n%s", r.Code, r.Stderr)
+	}
+	// FORCE_KIND_DELETE=1 removes kind anyway and says what is orphaned.
+	r = s.run(t, []string{"CLUSTER_DELETE_TIMEOUT=5s", "FORCE_KIND_DELETE=1"}, "local-host")
+	if r.Code != 1 || !s.kindDeleted() || !strings.Contains(r.Stdout, "Cluster default/local-workload") || !strings.Contains(r.Stdout, "Left:") {
+		t.Fatalf("forced: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// No controller host at all: the Kubernetes side is skipped, and the
+	// exit is not 0.
+	r = s.run(t, []string{"KUBECONFIG=" + filepath.Join(s.dir, "none.yaml")}, "local-host")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "no controller host answered") {
+		t.Errorf("no host: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
