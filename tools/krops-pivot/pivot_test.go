@@ -142,6 +142,30 @@ func uninterrupted(t *testing.T) []string {
 		t.Errorf("kind was not deleted; engine calls:\n%s", log)
 	}
 
+	// The real Cluster API manager, started on the target as the
+	// operator would, takes the moved Clusters over: not paused, their
+	// infrastructure and control plane read from the moved objects.
+	capiTarget := testenv.RunClusterAPI(t, w.target)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, name := range []string{"local-management", "local-workload", "local-extra"} {
+		for {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(clusterGVK)
+			if err := w.target.Client.Get(wctx, client.ObjectKey{Namespace: "default", Name: name}, u); err == nil {
+				paused, _, gen := testenv.Condition(u, "Paused")
+				infra, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", "infrastructureProvisioned")
+				if paused == "False" && gen == u.GetGeneration() && infra {
+					break
+				}
+			}
+			if wctx.Err() != nil {
+				t.Fatalf("Cluster API on the target did not take Cluster %s over; capi-manager:\n%s", name, capiTarget.Tail("capi-manager", 40))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
 	// A rerun after the pivot finished: kind is gone, and it says so.
 	r = w.run(t)
 	if r.Code != 2 || !strings.Contains(r.Stderr, "it has finished") {
