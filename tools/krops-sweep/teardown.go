@@ -82,6 +82,8 @@ func teardownAction(c *ucli.Context) error {
 		Force:   sel.Knobs.ForceKindDelete, DryRun: c.Bool("dry-run"), QueryTimeout: c.Duration("query-timeout"),
 		ClusterTimeout: sel.Knobs.ClusterDeleteTimeout, ProviderTimeout: sel.Knobs.ProviderDeleteTimeout,
 		Progress: prog, Out: c.App.ErrWriter,
+		// Test-only: end the run at a step boundary, as a crash would.
+		StopAfter: os.Getenv("KROPS_TEST_TEARDOWN_STOP_AFTER"),
 		UninstallOperator: func(ctx context.Context, h teardown.Host) error {
 			_, err := helmrelease.Uninstall(helmrelease.Release{Kubeconfig: h.Kubeconfig, Context: h.Context, Name: "flux-operator", Namespace: boot.FluxNamespace})
 			return err

@@ -390,3 +390,35 @@ func TestTeardownGuards(t *testing.T) {
 		t.Errorf("no host: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
+
+// A teardown ended after every step (as a crash would) finishes the job
+// when rerun, with the same end state as one run.
+func TestTeardownRerunAfterEveryStep(t *testing.T) {
+	s := newSite(t)
+	for _, step := range []string{"load-balancers", "suspend-flux", "clusters", "cloud", "providers"} {
+		r := s.run(t, []string{"KROPS_TEST_TEARDOWN_STOP_AFTER=" + step}, "local-host")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "stopped on request after a step "+step) || s.kindDeleted() {
+			t.Fatalf("stop after %s: exit %d\n%s", step, r.Code, r.Stderr)
+		}
+	}
+	r := s.run(t, nil, "local-host")
+	if r.Code != 0 || !s.kindDeleted() {
+		t.Fatalf("final rerun: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if s.exists(t, clusterGVK, "default", "local-workload") || !s.exists(t, clusterGVK, "default", "local-management") {
+		t.Error("local-workload must be gone and local-management left")
+	}
+	for _, k := range []struct {
+		gvk      schema.GroupVersionKind
+		ns, name string
+	}{
+		{schema.GroupVersionKind{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Kind: "CoreProvider"}, "capi-system", "cluster-api"},
+		{schema.GroupVersionKind{Group: "fluxcd.controlplane.io", Version: "v1", Kind: "FluxInstance"}, "flux-system", "flux"},
+		{schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}, "flux-system", "apps"},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, "default", "sops-age"},
+	} {
+		if s.exists(t, k.gvk, k.ns, k.name) {
+			t.Errorf("%s %s/%s is still there", k.gvk.Kind, k.ns, k.name)
+		}
+	}
+}

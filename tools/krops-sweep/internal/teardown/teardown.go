@@ -119,7 +119,15 @@ type Options struct {
 	ClusterTimeout, ProviderTimeout time.Duration
 	Progress                        *ui.Progress
 	Out                             io.Writer
+	// StopAfter stops the run after the named step (tests of reruns).
+	StopAfter string
 }
+
+// Steps are the teardown's steps in order; StopAfter names one of them.
+var Steps = []string{"load-balancers", "suspend-flux", "clusters", "cloud", "providers", "host"}
+
+// ErrStopped is returned when Options.StopAfter stopped the run.
+var ErrStopped = errors.New("stopped on request after a step")
 
 // Summary is what a teardown did, skipped and left.
 type Summary struct {
@@ -185,8 +193,12 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return sum, err
 	}
 	o.Progress.Infof("controller host: %s (context %s)", r.host.Name, r.host.Context)
-	for _, step := range []func(context.Context) error{r.loadBalancers, r.suspendFlux, r.deleteClusters, r.cloud, r.providers, r.removeHost} {
-		if err := step(ctx); err != nil {
+	for i, step := range []func(context.Context) error{r.loadBalancers, r.suspendFlux, r.deleteClusters, r.cloud, r.providers, r.removeHost} {
+		err := step(ctx)
+		if err == nil && o.StopAfter == Steps[i] {
+			err = fmt.Errorf("%w %s", ErrStopped, Steps[i])
+		}
+		if err != nil {
 			if errors.Is(err, ErrUnknownState) {
 				sum.Left = append(sum.Left, "the controller host "+r.host.Name+" is kept running: what it is deprovisioning goes on")
 				sum.Next = "rerun `krops-sweep " + o.Environment + "` once the API server answers"
