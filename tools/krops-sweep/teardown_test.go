@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/kit/configartifact"
 	"github.com/kropsdev/krops/tools/kit/lock"
@@ -99,16 +101,8 @@ type site struct {
 // recording proxy, which gives the order of its requests.
 func newSite(t *testing.T) *site {
 	t.Helper()
-	s := &site{}
-	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", Webhooks: true,
-		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxOperator}})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s.ctx = ctx
-	s.capi = testenv.RunClusterAPI(t, s.kind)
-	testenv.Flux(t, s.kind)
-	go s.standInInfrastructure(ctx)
-	s.rec = testenv.NewAPIRecorder(t, s.kind.Config)
+	s := newBase(t, teardownConfig, []string{"docker", "azure"}, true)
+	ctx := s.ctx
 
 	// An artifact with a Service of type LoadBalancer, applied by the real
 	// kustomize-controller.
@@ -139,26 +133,52 @@ func newSite(t *testing.T) *site {
 	} {
 		s.kind.CreateYAML(t, ctx, d)
 	}
-	for _, c := range []string{"local-management", "local-workload"} {
-		s.kind.CreateYAML(t, ctx, fmt.Sprintf("apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: DevCluster\nmetadata: {name: %s, namespace: default, annotations: {krops.io/test: x}}\nspec: {backend: {inMemory: {}}}\n", c))
-		s.kind.CreateYAML(t, ctx, fmt.Sprintf("apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: %s, namespace: default}\nspec: {infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DevCluster, name: %s}}\n", c, c))
-	}
+	s.clusters(t, "local-management", "local-workload")
 	// Flux has applied the Service before the teardown starts.
 	s.waitFor(t, "the LoadBalancer Service from Flux", func() bool {
 		var svc corev1.Service
 		return s.kind.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil
 	})
+	return s
+}
 
+// clusters creates Clusters whose infrastructure is a DevCluster (its
+// provider is a STAND-IN here).
+func (s *site) clusters(t *testing.T, names ...string) {
+	t.Helper()
+	for _, c := range names {
+		s.kind.CreateYAML(t, s.ctx, fmt.Sprintf("apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: DevCluster\nmetadata: {name: %s, namespace: default, annotations: {krops.io/test: x}}\nspec: {backend: {inMemory: {}}}\n", c))
+		s.kind.CreateYAML(t, s.ctx, fmt.Sprintf("apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: %s, namespace: default}\nspec: {infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DevCluster, name: %s}}\n", c, c))
+	}
+}
+
+// newBase is kind with the real Cluster API manager (and, with flux, the
+// real Flux controllers), reached by the binary through a recording proxy,
+// the given bootstrap.toml and plugins, and a STAND-IN engine for kind.
+func newBase(t *testing.T, config string, plugins []string, flux bool) *site {
+	t.Helper()
+	s := &site{}
+	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", Webhooks: true,
+		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxOperator}})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.ctx = ctx
+	s.capi = testenv.RunClusterAPI(t, s.kind)
+	if flux {
+		testenv.Flux(t, s.kind)
+	}
+	go s.standInInfrastructure(ctx)
+	s.rec = testenv.NewAPIRecorder(t, s.kind.Config)
 	s.dir = t.TempDir()
 	s.bin = testenv.BuildBinary(t, ".", "krops-sweep")
-	plugins := filepath.Join(s.dir, "plugins")
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
+	pluginDir := filepath.Join(s.dir, "plugins")
+	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"docker", "azure"} {
-		sdktest.Install(t, plugins, "github.com/kropsdev/krops/plugins/"+name, name)
+	for _, name := range plugins {
+		sdktest.Install(t, pluginDir, "github.com/kropsdev/krops/plugins/"+name, name)
 	}
-	files := map[string]string{"bootstrap.toml": teardownConfig}
+	files := map[string]string{"bootstrap.toml": config}
 	images, err := os.ReadFile("../../airgap/images.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +197,7 @@ func newSite(t *testing.T) *site {
 		t.Fatal(err)
 	}
 	s.env = []string{"PATH=" + s.engineDir + ":" + os.Getenv("PATH"), "HOME=" + s.dir, "XDG_STATE_HOME=" + filepath.Join(s.dir, "state"),
-		"KROPS_PLUGIN_DIR=" + plugins, "KUBECONFIG=" + s.rec.Kubeconfig(t, "kind-mgmt"), "MGMT_KUBECONFIG=" + filepath.Join(s.dir, "no-mgmt.yaml"),
+		"KROPS_PLUGIN_DIR=" + pluginDir, "KUBECONFIG=" + s.rec.Kubeconfig(t, "kind-mgmt"), "MGMT_KUBECONFIG=" + filepath.Join(s.dir, "no-mgmt.yaml"),
 		"CLUSTER_DELETE_TIMEOUT=90s", "PROVIDER_DELETE_TIMEOUT=30s"}
 	return s
 }
@@ -420,5 +440,51 @@ func TestTeardownRerunAfterEveryStep(t *testing.T) {
 		if s.exists(t, k.gvk, k.ns, k.name) {
 			t.Errorf("%s %s/%s is still there", k.gvk.Kind, k.ns, k.name)
 		}
+	}
+}
+
+// aws on kind: every Cluster but the management one is deleted through
+// Cluster API and confirmed gone before the cloud sweep (the real aws
+// plugin against moto) makes its first deletion; the management Cluster is
+// never deleted through its own object (the sweep removes it); kind goes
+// last.
+func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
+	s := newBase(t, awstest.BootstrapTOML, []string{"aws"}, false)
+	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
+	awstest.Build(t, m.URL, awstest.Options{})
+	proxy := testenv.NewFaultProxy(t, m.URL)
+	s.clusters(t, "eu-north-1-management", "eu-north-1-workload", "eu-west-1-workload")
+	var atFirstDeletion []string
+	var once sync.Once
+	yes := true
+	proxy.Add(testenv.Rule{Mutating: &yes, Respond: func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind("ClusterList"))
+			if err := s.kind.Client.List(s.ctx, list, client.InNamespace("default")); err == nil {
+				for _, c := range list.Items {
+					atFirstDeletion = append(atFirstDeletion, c.GetName())
+				}
+			}
+		})
+		proxy.Forward(w, r)
+	}})
+	env := append([]string{"KROPS_AWS_POLL_INTERVAL=0"}, m.Environ(proxy.URL)...)
+	r := s.run(t, env, "aws")
+	if r.Code != 0 {
+		t.Fatalf("teardown: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if strings.Join(atFirstDeletion, ",") != "eu-north-1-management" {
+		t.Errorf("at the sweep's first deletion kind still held Clusters %v; want only the management one", atFirstDeletion)
+	}
+	writes := s.rec.Writes()
+	if index(writes, "DELETE", "/clusters/eu-north-1-management") >= 0 {
+		t.Errorf("the management Cluster was deleted through its own object:\n%s", strings.Join(writes, "\n"))
+	}
+	if index(writes, "DELETE", "/clusters/eu-north-1-workload") < 0 || index(writes, "DELETE", "/clusters/eu-west-1-workload") < 0 {
+		t.Errorf("the workload Clusters were not deleted:\n%s", strings.Join(writes, "\n"))
+	}
+	if !s.kindDeleted() {
+		t.Error("kind was not deleted")
 	}
 }
