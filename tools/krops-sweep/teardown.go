@@ -124,8 +124,10 @@ func teardownAction(c *ucli.Context) error {
 	return err
 }
 
-// removeContainers removes the containers whose names start with prefix,
-// then the named ones (the registry), each only when it exists.
+// removeContainers removes the containers named <prefix> or <prefix>-…
+// (CAPD names a cluster's containers <cluster>-lb, <cluster>-control-plane-…),
+// then the named ones (the registry). A name that merely starts with the
+// same letters (<prefix>ish) belongs to something else and stays.
 func removeContainers(ctx context.Context, eng *engine.Engine, prefix string, last []string) error {
 	res, err := eng.Run(ctx, "ps", "-a", "--filter", "name=^"+prefix, "--format", "{{.Names}}")
 	if err != nil {
@@ -133,8 +135,9 @@ func removeContainers(ctx context.Context, eng *engine.Engine, prefix string, la
 	}
 	var names []string
 	for _, n := range strings.Fields(string(res.Stdout)) {
-		// The engine's filter matches a substring; the prefix is checked.
-		if strings.HasPrefix(n, prefix) {
+		// The engine's filter is a regular expression on the name; the
+		// boundary is checked here.
+		if n == prefix || strings.HasPrefix(n, prefix+"-") {
 			names = append(names, n)
 		}
 	}

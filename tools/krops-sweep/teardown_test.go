@@ -65,19 +65,24 @@ manual = "1. Delete the resource groups: az group delete --name <group> --yes"
 
 // teardownEngine is a STAND-IN for the docker CLI (no engine runs here):
 // it answers kind's listing of the "mgmt" cluster's node until `rm`
-// removes it, and logs every call.
+// removes it, lists local-host's management containers (and one whose name
+// only starts like them), and logs every call.
 const teardownEngine = `#!/bin/sh
 echo "$*" >> "@DIR@/log"
 case "$1" in
 info) exit 0 ;;
 --version) echo "Docker version 28.2.2, build e6534b4" ;;
 ps)
-	[ -f "@DIR@/deleted" ] && exit 0
 	case "$*" in
-	*"io.x-k8s.kind.cluster=mgmt"*) echo mgmt-control-plane ;;
-	*) echo mgmt ;;
+	*"name=^local-management"*) [ -f "@DIR@/containers-removed" ] || printf 'local-management-lb\nlocal-management-control-plane-x1\nlocal-managementish\n' ;;
+	*"io.x-k8s.kind.cluster=mgmt"*) [ -f "@DIR@/deleted" ] || echo mgmt-control-plane ;;
+	*) [ -f "@DIR@/deleted" ] || echo mgmt ;;
 	esac ;;
-rm) touch "@DIR@/deleted" ;;
+rm)
+	case "$*" in
+	*mgmt-control-plane*) touch "@DIR@/deleted" ;;
+	*krops-registry*) touch "@DIR@/containers-removed" ;;
+	esac ;;
 *) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
 esac
 `
@@ -486,5 +491,57 @@ func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
 	}
 	if !s.kindDeleted() {
 		t.Error("kind was not deleted")
+	}
+}
+
+// local-talos: every Cluster goes, the management one included (the
+// provider's policy: that releases the hardware).
+func TestTeardownLocalTalosDeletesEveryCluster(t *testing.T) {
+	config := strings.Replace(teardownConfig, "[environments.azure]", `[environments.local-talos]
+provider = "talos"
+sync = "github"
+sync-path = "mgmt/local-talos"
+mgmt-cluster = "local-talos-management"
+mgmt-ready-timeout = "30m"
+infra-provider-namespace = "capt-system"
+infra-provider-name = "tinkerbell-tinkerbell"
+provider-manifests = ["x.yaml"]
+
+[environments.local-talos.teardown]
+hardware-release = true
+
+[environments.azure]`, 1)
+	s := newBase(t, config, []string{"talos"}, false)
+	s.clusters(t, "local-talos-management", "local-talos-workload")
+	r := s.run(t, nil, "local-talos")
+	if r.Code != 0 || s.exists(t, clusterGVK, "default", "local-talos-management") || s.exists(t, clusterGVK, "default", "local-talos-workload") || !s.kindDeleted() {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// local-host after the pivot: kind is gone, the management cluster answers
+// through MGMT_KUBECONFIG and is the host; its containers go by prefix
+// (exactly the prefix: local-managementish stays), the registry last.
+func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
+	s := newBase(t, teardownConfig, []string{"docker"}, false)
+	s.clusters(t, "local-management", "local-workload")
+	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	r := s.run(t, []string{"KUBECONFIG=" + filepath.Join(s.dir, "kind-is-gone.yaml"), "MGMT_KUBECONFIG=" + mgmt}, "local-host")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "controller host: the management cluster (context krops-mgmt)") {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if index(s.rec.Writes(), "DELETE", "/clusters/local-management") >= 0 {
+		t.Error("the self-managed cluster was asked to delete itself through its Cluster object")
+	}
+	log, _ := os.ReadFile(filepath.Join(s.engineDir, "log"))
+	var rms []string
+	for _, l := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		if strings.HasPrefix(l, "rm ") {
+			rms = append(rms, l)
+		}
+	}
+	want := []string{"rm -f -v local-management-lb", "rm -f -v local-management-control-plane-x1", "rm -f -v krops-registry"}
+	if strings.Join(rms, "\n") != strings.Join(want, "\n") {
+		t.Errorf("container removals:\n%s\nwant:\n%s", strings.Join(rms, "\n"), strings.Join(want, "\n"))
 	}
 }
