@@ -107,6 +107,32 @@ func teardownAction(c *ucli.Context) error {
 			return removeContainers(ctx, eng, prefix, last)
 		},
 	}
+	// Preflight, before anything changes: the cloud side is readable with
+	// these credentials in an allowed account, and an engine answers where
+	// the host goes through one.
+	if provider.Description().Has(sdk.CapSweep) {
+		opts := cloudsweep.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")}
+		if err := prog.Step(c.Context, "preflight: reading the cloud side", func(ctx context.Context) error {
+			account, err := cloudsweep.Check(ctx, opts)
+			if err == nil {
+				prog.Infof("account %s", account)
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if !c.Bool("dry-run") && !sel.Knobs.AWSOnly {
+		ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
+		_, err := engine.Detect(c.Context, engine.Options{Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost, Env: os.Environ()})
+		switch {
+		case err != nil && pol.HostRemoval == sdk.RemoveContainers:
+			// Its whole host is containers: nothing of it can go.
+			return cli.UsageError(fmt.Errorf("environment %s runs on containers and no container engine answers: %w; nothing was changed", sel.Environment.Name, err))
+		case err != nil:
+			prog.Warnf("no container engine answers (%v): the Kubernetes side and the cloud can go, but kind cannot be removed until one does", err)
+		}
+	}
 	if provider.Description().Has(sdk.CapSweep) {
 		o.CloudSweep = func(ctx context.Context, dryRun bool) error {
 			ctx, cancel := context.WithTimeout(ctx, sel.Knobs.ClusterDeleteTimeout)

@@ -393,6 +393,18 @@ func TestTeardownGuards(t *testing.T) {
 	if r.Code != 3 || !strings.Contains(r.Stderr, "the state is unknown") || s.kindDeleted() {
 		t.Fatalf("hanging: exit %d\n%s", r.Code, r.Stderr)
 	}
+	// The API server goes away after answering the host probe: every
+	// later call breaks off.
+	s.rec.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if req.URL.Path == "/version" {
+			return false
+		}
+		panic(http.ErrAbortHandler)
+	})
+	r = s.run(t, nil, "local-host")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "the state is unknown") || s.kindDeleted() {
+		t.Fatalf("server gone: exit %d\n%s", r.Code, r.Stderr)
+	}
 	s.rec.Intercept(nil)
 
 	// A Cluster whose infrastructure never lets go: the wait runs out,
@@ -475,7 +487,13 @@ func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
 		proxy.Forward(w, r)
 	}})
 	env := append([]string{"KROPS_AWS_POLL_INTERVAL=0"}, m.Environ(proxy.URL)...)
-	r := s.run(t, env, "aws")
+	// Credentials or an endpoint that do not work are found before the
+	// first deletion: exit 3, nothing changed on kind.
+	r := s.run(t, append(append([]string{}, env...), "AWS_ENDPOINT_URL=http://127.0.0.1:1"), "aws")
+	if r.Code != 3 || len(s.rec.Writes()) != 0 {
+		t.Fatalf("unreachable cloud: exit %d, writes %v\n%s", r.Code, s.rec.Writes(), r.Stderr)
+	}
+	r = s.run(t, env, "aws")
 	if r.Code != 0 {
 		t.Fatalf("teardown: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}

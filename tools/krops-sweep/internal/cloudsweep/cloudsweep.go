@@ -179,6 +179,20 @@ type inventory struct {
 // discover reads the environment's inventory. Anything short of a complete
 // read is an unknown state (exit 3, nothing deleted); a refused account is
 // a configuration error (exit 2).
+// Check reads the environment's cloud scope (nothing is changed): the
+// full teardown runs it before its first deletion, so credentials that do
+// not work or an account outside allowed-accounts stop it while everything
+// is still in place. It returns the account read.
+func Check(ctx context.Context, o Options) (string, error) {
+	c, err := host.Load(ctx, host.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	inv, err := discover(ctx, c)
+	return inv.account, err
+}
+
 func discover(ctx context.Context, c *sdk.Client) (inventory, error) {
 	var inv inventory
 	var failures []string
