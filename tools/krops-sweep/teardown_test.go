@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -89,6 +90,7 @@ esac
 
 type site struct {
 	kind      *testenv.Cluster
+	workload  *testenv.Cluster
 	capi      *testenv.Controllers
 	rec       *testenv.APIRecorder
 	dir, bin  string
@@ -139,10 +141,21 @@ func newSite(t *testing.T) *site {
 		s.kind.CreateYAML(t, ctx, d)
 	}
 	s.clusters(t, "local-management", "local-workload")
-	// Flux has applied the Service before the teardown starts.
-	s.waitFor(t, "the LoadBalancer Service from Flux", func() bool {
+	// local-workload is a second API server, reached through the
+	// kubeconfig Secret Cluster API would write (a STAND-IN: no provider
+	// provisions it here); Flux on kind applies the same Service there.
+	s.workload = testenv.APIServer(t, testenv.ClusterOptions{Name: "local-workload"})
+	kc, err := os.ReadFile(s.workload.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.kind.CreateYAML(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: local-workload-kubeconfig, namespace: default, labels: {cluster.x-k8s.io/cluster-name: local-workload}}\ntype: cluster.x-k8s.io/secret\ndata: {value: %s}\n", base64.StdEncoding.EncodeToString(kc)))
+	s.kind.CreateYAML(t, ctx, "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: workload-apps, namespace: default}\nspec: {interval: 1m, prune: true, path: ./apps, sourceRef: {kind: OCIRepository, name: flux-system, namespace: flux-system}, kubeConfig: {secretRef: {name: local-workload-kubeconfig}}}\n")
+	// Flux has applied the Services before the teardown starts.
+	s.waitFor(t, "the LoadBalancer Services from Flux", func() bool {
 		var svc corev1.Service
-		return s.kind.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil
+		return s.kind.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil &&
+			s.workload.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil
 	})
 	return s
 }
@@ -287,6 +300,7 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	s := newSite(t)
 	r := s.run(t, nil, "local-host", "--dry-run")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "would delete Kustomization flux-system/apps (owns Services default/ingress)") ||
+		!strings.Contains(r.Stderr, "would delete Kustomization default/workload-apps (owns Services default/ingress on local-workload)") ||
 		!strings.Contains(r.Stderr, "would delete Cluster default/local-workload") || strings.Contains(r.Stderr, "would delete Cluster default/local-management") ||
 		!strings.Contains(r.Stderr, "would remove the controller host kind") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
@@ -330,6 +344,12 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	var svc corev1.Service
 	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc); !apierrors.IsNotFound(err) {
 		t.Errorf("the LoadBalancer Service is still there: %v", err)
+	}
+	if err := s.workload.Client.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc); !apierrors.IsNotFound(err) {
+		t.Errorf("the workload cluster's LoadBalancer Service is still there: %v", err)
+	}
+	if d := index(writes, "DELETE", "/kustomizations/workload-apps"); d < 0 || d > index(writes, "DELETE", "/clusters/local-workload") {
+		t.Errorf("the workload's load balancer Kustomization must go before its Cluster:\n%s", strings.Join(writes, "\n"))
 	}
 	if !s.kindDeleted() {
 		t.Errorf("kind was not deleted")

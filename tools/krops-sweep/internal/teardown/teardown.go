@@ -35,6 +35,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/capikubeconfig"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
@@ -220,27 +221,80 @@ func hostNames(hs []Host) string {
 	return strings.Join(out, ", ")
 }
 
-// loadBalancers deletes the Kustomizations that own Services of type
-// LoadBalancer, without suspending them first (a suspended Kustomization
-// skips its prune and leaves the cloud load balancer behind), and waits for
-// the Services to go.
+// lbService is a Service of type LoadBalancer and where it runs.
+type lbService struct {
+	cluster string // "" for the host, else the workload Cluster's name
+	dyn     dynamic.Interface
+	ns      string
+	name    string
+	owner   string // "ns/name" of the Flux Kustomization that applied it
+}
+
+// loadBalancers deletes the Flux Kustomizations on the host that own
+// Services of type LoadBalancer, on the host or on a workload cluster
+// (through the kubeconfig Secret Cluster API writes for it), without
+// suspending them first (a suspended Kustomization skips its prune and
+// leaves the cloud load balancer behind), and waits for the Services to go.
+// A Kustomization owns a Service by evidence: Flux's labels on the Service
+// name it, it exists on the host, and it applies to that cluster (its
+// kubeConfig Secret is the Cluster's, or it has none for the host).
 func (r *run) loadBalancers(ctx context.Context) error {
-	svcs, err := list(ctx, r.o.QueryTimeout, r.dyn, servicesGVR, "", "Services")
+	found, err := r.lbServices(ctx, "", r.dyn)
 	if err != nil {
 		return err
 	}
-	owners := map[string][]string{} // "ns/name" of the Kustomization -> Services
-	for _, s := range svcs {
-		if t, _, _ := unstructured.NestedString(s.Object, "spec", "type"); t != "LoadBalancer" {
+	cls, err := list(ctx, r.o.QueryTimeout, r.dyn, clustersGVR, r.o.Namespace, "Clusters in "+r.o.Namespace)
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(r.cfg)
+	if err != nil {
+		return err
+	}
+	for _, c := range cls {
+		raw, err := capikubeconfig.Read(ctx, kc, r.o.Namespace, c.GetName())
+		if apierrors.IsNotFound(err) {
+			continue // not provisioned: nothing can run there
+		}
+		if err != nil {
+			return &UnknownError{What: "reading the kubeconfig of Cluster " + c.GetName(), Err: err}
+		}
+		cfg, err := capikubeconfig.RESTConfig(raw, "")
+		if err != nil {
+			return &UnknownError{What: "the kubeconfig of Cluster " + c.GetName(), Err: err}
+		}
+		cfg.Timeout = r.o.QueryTimeout
+		wdyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		more, err := r.lbServices(ctx, c.GetName(), wdyn)
+		if err != nil {
+			return err
+		}
+		found = append(found, more...)
+	}
+	ks, err := list(ctx, r.o.QueryTimeout, r.dyn, kustomizationsGVR, "", "Flux Kustomizations")
+	if err != nil {
+		return err
+	}
+	applies := map[string]string{} // "ns/name" -> the Cluster it applies to ("" the host)
+	for _, k := range ks {
+		secret, _, _ := unstructured.NestedString(k.Object, "spec", "kubeConfig", "secretRef", "name")
+		applies[k.GetNamespace()+"/"+k.GetName()] = strings.TrimSuffix(secret, "-kubeconfig")
+	}
+	owners := map[string][]lbService{}
+	for _, s := range found {
+		where := "the host"
+		if s.cluster != "" {
+			where = "Cluster " + s.cluster
+		}
+		target, ok := applies[s.owner]
+		if s.owner == "" || !ok || target != s.cluster {
+			r.sum.Left = append(r.sum.Left, fmt.Sprintf("Service %s/%s on %s (type LoadBalancer, not applied by a Kustomization on the controller host: delete it, or its load balancer, yourself)", s.ns, s.name, where))
 			continue
 		}
-		l := s.GetLabels()
-		name, ns := l["kustomize.toolkit.fluxcd.io/name"], l["kustomize.toolkit.fluxcd.io/namespace"]
-		if name == "" || ns == "" {
-			r.sum.Left = append(r.sum.Left, fmt.Sprintf("Service %s/%s (type LoadBalancer, not from a Flux Kustomization: delete it yourself)", s.GetNamespace(), s.GetName()))
-			continue
-		}
-		owners[ns+"/"+name] = append(owners[ns+"/"+name], s.GetNamespace()+"/"+s.GetName())
+		owners[s.owner] = append(owners[s.owner], s)
 	}
 	if len(owners) == 0 {
 		return nil
@@ -250,7 +304,15 @@ func (r *run) loadBalancers(ctx context.Context) error {
 		var wait []target
 		for _, k := range keys {
 			ns, name, _ := strings.Cut(k, "/")
-			r.plan("delete Kustomization %s (owns Services %s)", k, strings.Join(owners[k], ", "))
+			var names []string
+			for _, s := range owners[k] {
+				n := s.ns + "/" + s.name
+				if s.cluster != "" {
+					n += " on " + s.cluster
+				}
+				names = append(names, n)
+			}
+			r.plan("delete Kustomization %s (owns Services %s)", k, strings.Join(names, ", "))
 			if r.o.DryRun {
 				continue
 			}
@@ -259,12 +321,36 @@ func (r *run) loadBalancers(ctx context.Context) error {
 			}
 			r.sum.Deleted = append(r.sum.Deleted, "Kustomization "+k)
 			for _, s := range owners[k] {
-				sns, sname, _ := strings.Cut(s, "/")
-				wait = append(wait, target{gvr: servicesGVR, ns: sns, name: sname, kind: "Service"})
+				wait = append(wait, target{gvr: servicesGVR, ns: s.ns, name: s.name, kind: "Service", dyn: s.dyn})
 			}
 		}
 		return r.waitGone(ctx, wait, r.o.ClusterTimeout, "CLUSTER_DELETE_TIMEOUT")
 	})
+}
+
+// lbServices lists the Services of type LoadBalancer on one cluster.
+func (r *run) lbServices(ctx context.Context, cluster string, dyn dynamic.Interface) ([]lbService, error) {
+	what := "Services"
+	if cluster != "" {
+		what = "Services on Cluster " + cluster + " (its load balancers must go before it does)"
+	}
+	svcs, err := list(ctx, r.o.QueryTimeout, dyn, servicesGVR, "", what)
+	if err != nil {
+		return nil, err
+	}
+	var out []lbService
+	for _, s := range svcs {
+		if t, _, _ := unstructured.NestedString(s.Object, "spec", "type"); t != "LoadBalancer" {
+			continue
+		}
+		l := s.GetLabels()
+		owner := ""
+		if name, ns := l["kustomize.toolkit.fluxcd.io/name"], l["kustomize.toolkit.fluxcd.io/namespace"]; name != "" && ns != "" {
+			owner = ns + "/" + name
+		}
+		out = append(out, lbService{cluster: cluster, dyn: dyn, ns: s.GetNamespace(), name: s.GetName(), owner: owner})
+	}
+	return out, nil
 }
 
 // suspendFlux suspends every other Kustomization in the Flux namespace, so
@@ -479,6 +565,8 @@ func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name
 type target struct {
 	gvr            schema.GroupVersionResource
 	ns, name, kind string
+	// dyn is the cluster the object is on; nil is the host.
+	dyn dynamic.Interface
 }
 
 func (t target) String() string { return t.kind + " " + t.ns + "/" + t.name }
@@ -536,7 +624,11 @@ func (e *timeoutError) Error() string {
 }
 
 func (r *run) waitOne(ctx context.Context, t target) error {
-	ri := r.dyn.Resource(t.gvr).Namespace(t.ns)
+	dyn := t.dyn
+	if dyn == nil {
+		dyn = r.dyn
+	}
+	ri := dyn.Resource(t.gvr).Namespace(t.ns)
 	sel := "metadata.name=" + t.name
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
