@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -120,6 +121,7 @@ func TestValidationErrorsNameFileKeyAndAllowedValues(t *testing.T) {
 		{"incomplete aws workload", minimal + "[[environments.one.teardown.aws-workloads]]\nregion = \"eu-west-1\"\n", []string{"aws-workloads[0].cluster-name", "aws-workloads[0].rds-instance"}},
 		{"bad seed wait name", minimal + "[environments.one.seed]\nwait = [\"addons\", \"Flux_Apps\"]\nworkloads = [\"w/1\"]\n", []string{"environments.one.seed.wait[1]", `"Flux_Apps" is not a Kubernetes object name`, "environments.one.seed.workloads[0]"}},
 		{"unknown seed key", minimal + "[environments.one.seed]\nwait-for = [\"a\"]\n", []string{`"environments.one.seed.wait-for"`, "wait, workloads"}},
+		{"unquoted duration", strings.Replace(minimal, `"15m"`, `15`, 1), []string{"environments[one].mgmt-ready-timeout", `write the value in quotes: a duration as "40m"`}},
 		{"bad account id", minimal + "allowed-accounts = [\"12345\"]\n", []string{"environments.one.allowed-accounts[0]", "12 digits"}},
 		{"wrong type", strings.Replace(minimal, `sync = "oci"`, `sync = 1`, 1), []string{"bootstrap.toml", "sync"}},
 		{"not toml", "[bootstrap\n", []string{"bootstrap.toml", "not valid TOML"}},
@@ -304,5 +306,45 @@ func TestProviderJSONCarriesEffectiveValuesWithFileKeys(t *testing.T) {
 	}
 	if _, err := c.ProviderJSON("nope"); err == nil {
 		t.Error("unknown environment")
+	}
+}
+
+// A configuration path that is not a regular file, or is too large, or
+// starts with a BOM, is refused naming the path; a FIFO or /dev/zero is
+// refused before it is opened, so nothing blocks or grows.
+func TestOnlyRegularBoundedFilesAreRead(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(big, []byte(strings.Repeat("# padding\n", MaxFileSize/10+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bom := filepath.Join(dir, "bom.toml")
+	if err := os.WriteFile(bom, append([]byte("\xef\xbb\xbf"), minimal...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		fifo:        "is not a regular file (p---------)",
+		"/dev/zero": "is not a regular file",
+		dir:         "is not a regular file (d---------)",
+		big:         "more than the 1048576 a bootstrap.toml can be",
+		bom:         "starts with a UTF-8 byte order mark",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(LoadOptions{Path: path, Lookup: mapLookup(nil)})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want %q", path, err, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: Load blocked", path)
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/toml/v2"
@@ -101,14 +104,49 @@ func Load(opts LoadOptions) (*Config, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(wd, path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("configuration file %s does not exist: run from the repository root or set BOOTSTRAP_CONFIG", path)
-		}
-		return nil, fmt.Errorf("reading configuration file %s: %w", path, err)
+		return nil, err
 	}
 	return parse(path, data, opts.Lookup)
+}
+
+// MaxFileSize bounds bootstrap.toml: a real one is a few KiB.
+const MaxFileSize = 1 << 20
+
+// readFile reads a configuration file that is a regular file of at most
+// MaxFileSize bytes. Anything else (a FIFO, a device such as /dev/zero, a
+// directory) is refused before it is opened, so a read can neither block
+// nor grow without bound.
+func readFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("configuration file %s does not exist: run from the repository root or set BOOTSTRAP_CONFIG", path)
+	case err != nil:
+		return nil, fmt.Errorf("reading configuration file %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("configuration file %s is not a regular file (%s): point BOOTSTRAP_CONFIG at bootstrap.toml", path, fi.Mode().Type())
+	case fi.Size() > MaxFileSize:
+		return nil, fmt.Errorf("configuration file %s is %d bytes, more than the %d a bootstrap.toml can be", path, fi.Size(), MaxFileSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration file %s: %w", path, err)
+	}
+	defer f.Close()
+	// The file may have grown since the Stat: read one byte past the limit.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration file %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("configuration file %s is more than the %d bytes a bootstrap.toml can be", path, MaxFileSize)
+	}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return nil, fmt.Errorf("configuration file %s starts with a UTF-8 byte order mark, which TOML does not allow: save it as UTF-8 without a BOM", path)
+	}
+	return data, nil
 }
 
 func parse(path string, data []byte, lookup Lookup) (*Config, error) {
@@ -150,6 +188,11 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 		},
 	})
 	if err != nil {
+		// Every value bootstrap.toml holds is text or a list of text; a
+		// bare number or boolean is the usual slip.
+		if strings.Contains(err.Error(), "expected type 'string'") {
+			return nil, fmt.Errorf("%s: %w\n(write the value in quotes: a duration as \"40m\", a name as \"x\")", path, err)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// A renamed kind cluster carries its context name along unless the context
