@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -194,6 +195,9 @@ func Find(name string, o LoadOptions) (string, error) {
 		if !filepath.IsAbs(p) && o.RepoRoot != "" {
 			p = filepath.Join(o.RepoRoot, p)
 		}
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			return "", refused("provider plugin %s: bootstrap.toml [providers.%s] path = %q, and %s does not exist: build it there or fix the path", name, name, o.Path, p)
+		}
 		return p, checkFile(name, p)
 	}
 	file := ExecutablePrefix + name
@@ -237,18 +241,32 @@ func Find(name string, o LoadOptions) (string, error) {
 			return p, checkFile(name, p)
 		}
 	}
-	return "", fmt.Errorf("provider plugin %s not found: no executable %s in %s; build it (task build) or set --plugin-dir / KROPS_PLUGIN_DIR", name, file, strings.Join(searched, ", "))
+	return "", refused("provider plugin %s not found: no executable %s in %s; build it (task build) or set --plugin-dir / KROPS_PLUGIN_DIR", name, file, strings.Join(searched, ", "))
 }
 
+// ErrPluginRefused marks a plugin the host will not run (not found, a
+// symlinked directory, a writable or non-executable file, a hash that does
+// not match its pin): a configuration problem, exit code 2.
+var ErrPluginRefused = errors.New("provider plugin refused")
+
+type refusal struct{ msg string }
+
+func (r refusal) Error() string { return r.msg }
+func (r refusal) Unwrap() error { return ErrPluginRefused }
+
+func refused(format string, args ...any) error { return refusal{fmt.Sprintf(format, args...)} }
+
 // checkDir refuses plugin directories that are symlinks: whoever controls
-// the link target controls which code runs with cloud credentials.
+// the link target controls which code runs with cloud credentials. The path
+// is cleaned first: "link/" must not pass where "link" is refused.
 func checkDir(name, dir string) error {
+	dir = filepath.Clean(dir)
 	st, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("provider plugin %s: plugin directory %s: %w", name, dir, err)
 	}
 	if st.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("provider plugin %s: plugin directory %s is a symlink; refusing it (point --plugin-dir at the real directory)", name, dir)
+		return refused("provider plugin %s: plugin directory %s is a symlink; refusing it (point --plugin-dir at the real directory)", name, dir)
 	}
 	return nil
 }
@@ -260,10 +278,10 @@ func checkFile(name, path string) error {
 		return fmt.Errorf("provider plugin %s: %w", name, err)
 	}
 	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("provider plugin %s: %s is not an executable file", name, path)
+		return refused("provider plugin %s: %s is not an executable file", name, path)
 	}
 	if st.Mode()&0o002 != 0 {
-		return fmt.Errorf("provider plugin %s: %s is world-writable (mode %v); refusing to run it: chmod o-w %s", name, path, st.Mode().Perm(), path)
+		return refused("provider plugin %s: %s is world-writable (mode %v); refusing to run it: chmod o-w %s", name, path, st.Mode().Perm(), path)
 	}
 	return nil
 }
@@ -281,7 +299,7 @@ func verify(name, path, pin string) ([]byte, error) {
 	}
 	sum := h.Sum(nil)
 	if pin != "" && !strings.EqualFold(hex.EncodeToString(sum), pin) {
-		return nil, fmt.Errorf("provider plugin %s: %s has SHA256 %s but bootstrap.toml [providers.%s] pins %s; refusing to run it (rebuild the pinned version or update the pin)", name, path, hex.EncodeToString(sum), name, strings.ToLower(pin))
+		return nil, refused("provider plugin %s: %s has SHA256 %s but bootstrap.toml [providers.%s] pins %s; refusing to run it (rebuild the pinned version or update the pin)", name, path, hex.EncodeToString(sum), name, strings.ToLower(pin))
 	}
 	return sum, nil
 }

@@ -218,11 +218,19 @@ func TestDiscoveryOrderAndRefusals(t *testing.T) {
 	if err := os.Symlink(repoBin, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: link, SearchPath: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), "symlink") {
+	if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: link, SearchPath: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), "symlink") || !errors.Is(err, sdk.ErrPluginRefused) {
 		t.Errorf("symlinked dir: %v", err)
 	}
-	if _, err := sdk.Find("nosuch", o); err == nil || !strings.Contains(err.Error(), "krops-provider-nosuch") || !strings.Contains(err.Error(), "KROPS_PLUGIN_DIR") {
+	// A trailing slash does not get past the refusal.
+	if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: link + "/", SearchPath: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("symlinked dir with a trailing slash: %v", err)
+	}
+	if _, err := sdk.Find("nosuch", o); err == nil || !strings.Contains(err.Error(), "krops-provider-nosuch") || !strings.Contains(err.Error(), "KROPS_PLUGIN_DIR") || !errors.Is(err, sdk.ErrPluginRefused) {
 		t.Errorf("missing plugin: %v", err)
+	}
+	// A pinned path that does not exist names the key that pins it.
+	if _, err := sdk.Find("testplugin", sdk.LoadOptions{Path: "bin/gone", RepoRoot: root}); err == nil || !strings.Contains(err.Error(), `[providers.testplugin] path = "bin/gone"`) || !errors.Is(err, sdk.ErrPluginRefused) {
+		t.Errorf("missing pinned path: %v", err)
 	}
 }
 

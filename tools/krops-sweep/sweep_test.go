@@ -127,6 +127,7 @@ func TestRefusalsAndExitCodes(t *testing.T) {
 	}{
 		{"provider without sweep", nil, []string{"cloud", "local-host"}, 2, "provider docker, which cannot sweep"},
 		{"bad summary format", nil, []string{"aws", "--output", "yaml"}, 2, `--output "yaml": want text or json`},
+		{"plugin not found", []string{"KROPS_PLUGIN_DIR=" + t.TempDir()}, []string{"cloud", "aws"}, 2, "provider plugin aws not found"},
 		{"unknown environment", nil, []string{"cloud", "gcp"}, 2, `unknown environment "gcp"`},
 		{"account outside allowed-accounts", []string{"BOOTSTRAP_CONFIG=refused.toml"}, []string{"cloud", "aws"}, 2,
 			"AWS account 123456789012 is not in environments.aws.allowed-accounts [999999999999, 111111111111]: nothing was read or changed"},
