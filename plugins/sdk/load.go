@@ -254,6 +254,9 @@ type refusal struct{ msg string }
 func (r refusal) Error() string { return r.msg }
 func (r refusal) Unwrap() error { return ErrPluginRefused }
 
+// ExitCode is the krops exit code of a refusal: a configuration problem.
+func (r refusal) ExitCode() int { return 2 }
+
 func refused(format string, args ...any) error { return refusal{fmt.Sprintf(format, args...)} }
 
 // checkDir refuses plugin directories that are symlinks: whoever controls

@@ -5,7 +5,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/config"
 )
 
@@ -51,9 +49,6 @@ func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 		Path: pin.Path, SHA256: pin.SHA256, PluginDir: plugDir, RepoRoot: o.Config.Root,
 		DataHome: os.Getenv("XDG_DATA_HOME"), Reattach: reattach, Stderr: stderr, Level: level,
 	})
-	if errors.Is(err, sdk.ErrPluginRefused) {
-		return nil, cli.UsageError(err)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +60,14 @@ func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 	if err := c.Configure(ctx, sdk.Config{Environment: o.Environment.Name, Raw: raw, RepoRoot: o.Config.Root}, o.Lookup.Get); err != nil {
 		c.Close()
 		// The plugin refused the environment's configuration: fix it (2).
-		return nil, cli.UsageError(fmt.Errorf("configuring provider %s for environment %s: %w", name, o.Environment.Name, err))
+		return nil, configError{fmt.Errorf("configuring provider %s for environment %s: %w", name, o.Environment.Name, err)}
 	}
 	return c, nil
 }
+
+// configError is a configuration the plugin refused: exit code 2.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+func (e configError) ExitCode() int { return 2 }

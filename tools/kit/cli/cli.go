@@ -68,6 +68,9 @@ func UnknownStateError(err error) error {
 func ExitCode(err error) int {
 	var u usageError
 	var s unknownStateError
+	// Libraries that must not depend on this package (the provider SDK)
+	// carry their code on the error itself.
+	var coded interface{ ExitCode() int }
 	switch {
 	case err == nil:
 		return ExitOK
@@ -75,6 +78,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &s):
 		return ExitUnknownState
+	case errors.As(err, &coded):
+		return coded.ExitCode()
 	}
 	return ExitFailed
 }
