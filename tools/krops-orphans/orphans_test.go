@@ -197,6 +197,9 @@ func TestUsageErrors(t *testing.T) {
 		{nil, []string{"--output", "yaml"}, "--output"},
 		{nil, []string{"--now", "yesterday"}, "--now"},
 		{nil, []string{"demo", "extra"}, "at most one environment"},
+		// Checked before the scan, not after it.
+		{[]string{"ORPHAN_REPORT_JSON=" + t.TempDir()}, nil, "is not a regular file"},
+		{[]string{"ORPHAN_REPORT_JSON=" + filepath.Join(t.TempDir(), "no", "report.json")}, nil, "does not exist"},
 	}
 	for _, tc := range cases {
 		_, errOut, code := f.run(t, tc.env, tc.args...)

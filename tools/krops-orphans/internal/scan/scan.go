@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
@@ -47,6 +48,9 @@ var ErrQueriesFailed = errors.New("some discovery queries failed, so the report 
 func Run(ctx context.Context, o Options) (report.Report, error) {
 	if o.Output != OutputMarkdown && o.Output != OutputJSON {
 		return report.Report{}, cli.Usagef("--output %q is not valid: want %s or %s", o.Output, OutputMarkdown, OutputJSON)
+	}
+	if err := checkOutputPath(o.Knobs.OrphanReportJSON); err != nil {
+		return report.Report{}, err
 	}
 	c, err := host.Load(ctx, host.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
 	if err != nil {
@@ -89,6 +93,21 @@ func Run(ctx context.Context, o Options) (report.Report, error) {
 		return r, cli.UnknownStateError(ErrQueriesFailed)
 	}
 	return r, nil
+}
+
+// checkOutputPath refuses, before a scan that may take minutes, a report
+// path that cannot be written: a directory, or one whose parent is missing.
+func checkOutputPath(p string) error {
+	if p == "" {
+		return nil
+	}
+	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+		return cli.Usagef("ORPHAN_REPORT_JSON=%s is not a regular file (%s): name a file to write the report to", p, fi.Mode().Type())
+	}
+	if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
+		return cli.Usagef("ORPHAN_REPORT_JSON=%s: its directory %s does not exist", p, filepath.Dir(p))
+	}
+	return nil
 }
 
 func write(r report.Report, o Options) error {
