@@ -249,6 +249,26 @@ func (w *waiter) one(ctx context.Context, i int, t Target) error {
 	return nil
 }
 
+// NotReady lists the objects of a resource in ns whose condition (Ready
+// unless like.Condition says otherwise) does not hold, as states named with
+// like.Kind: what a timed-out wait reports beside its own targets.
+func NotReady(ctx context.Context, client dynamic.Interface, like Target, ns string) ([]State, error) {
+	list, err := client.Resource(like.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []State
+	for i := range list.Items {
+		u := &list.Items[i]
+		t := like
+		t.Namespace, t.Name = ns, u.GetName()
+		if s := Evaluate(u, t); !s.Ready {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // Evaluate says where an object stands against its target.
 func Evaluate(u *unstructured.Unstructured, t Target) State {
 	s := State{Target: t, Found: true}

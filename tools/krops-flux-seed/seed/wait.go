@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -124,17 +123,12 @@ func blockedToo(ctx context.Context, dyn dynamic.Interface, ns string, err error
 	if !errors.As(err, &te) || ctx.Err() != nil {
 		return err
 	}
-	list, lerr := dyn.Resource(Kustomizations).Namespace(ns).List(ctx, metav1.ListOptions{})
+	others, lerr := kubewait.NotReady(ctx, dyn, kustomization(ns, ""), ns)
 	if lerr != nil {
 		return err
 	}
-	for i := range list.Items {
-		u := &list.Items[i]
-		t := kustomization(ns, u.GetName())
-		if slices.ContainsFunc(te.Blocking, func(s kubewait.State) bool { return s.Target == t }) {
-			continue
-		}
-		if s := kubewait.Evaluate(u, t); !s.Ready {
+	for _, s := range others {
+		if !slices.ContainsFunc(te.Blocking, func(b kubewait.State) bool { return b.Target == s.Target }) {
 			te.Blocking = append(te.Blocking, s)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -226,17 +227,13 @@ func (r *run) withFluxState(ctx context.Context, err error, what string) error {
 	if !errors.As(err, &te) || ctx.Err() != nil {
 		return err
 	}
-	list, lerr := r.src.dyn.Resource(seed.Kustomizations).Namespace(r.o.FluxNamespace).List(ctx, listAll)
+	states, lerr := kubewait.NotReady(ctx, r.src.dyn, kubewait.Target{Resource: seed.Kustomizations, Kind: "Kustomization"}, r.o.FluxNamespace)
 	if lerr != nil {
 		return fmt.Errorf("%w (%s; listing Flux Kustomizations failed too: %v)", err, what, lerr)
 	}
 	var blocked []string
-	for i := range list.Items {
-		u := &list.Items[i]
-		t := kubewait.Target{Resource: seed.Kustomizations, Kind: "Kustomization", Namespace: r.o.FluxNamespace, Name: u.GetName()}
-		if s := kubewait.Evaluate(u, t); !s.Ready {
-			blocked = append(blocked, s.String())
-		}
+	for _, s := range states {
+		blocked = append(blocked, s.String())
 	}
 	slices.Sort(blocked)
 	if len(blocked) == 0 {
@@ -252,17 +249,6 @@ type BlockedError struct {
 }
 
 func (e *BlockedError) Error() string {
-	return fmt.Sprintf("%v; Flux Kustomizations not Ready:\n  %s", e.Err, joinLines(e.Blocked))
+	return fmt.Sprintf("%v; Flux Kustomizations not Ready:\n  %s", e.Err, strings.Join(e.Blocked, "\n  "))
 }
 func (e *BlockedError) Unwrap() error { return e.Err }
-
-func joinLines(s []string) string {
-	out := ""
-	for i, l := range s {
-		if i > 0 {
-			out += "\n  "
-		}
-		out += l
-	}
-	return out
-}
