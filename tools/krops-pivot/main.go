@@ -84,21 +84,17 @@ management cluster to work around a failure: providers treat that as deprovision
 	return cli.Run(context.Background(), app, args, cli.RunOptions{})
 }
 
-// answers reports whether a cluster's API server answers within 10 s.
-func answers(ctx context.Context, c seed.Cluster) (*kubernetes.Clientset, error) {
+// answers returns a client of the cluster when its API server answers
+// within kubecfg.ProbeTimeout.
+func answers(c seed.Cluster) (*kubernetes.Clientset, error) {
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = 10 * time.Second
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
+	if err := kubecfg.Answers(cfg); err != nil {
 		return nil, err
 	}
-	if _, err := kc.Discovery().ServerVersion(); err != nil {
-		return nil, err
-	}
-	return kc, nil
+	return kubernetes.NewForConfig(cfg)
 }
 
 // registryAnswers probes the local registry Flux syncs from (sync = oci).
@@ -144,10 +140,10 @@ func pivotAction(c *ucli.Context) error {
 
 	// Step 0, preflight: nothing changes before every check passes.
 	var problems []string
-	kc, err := answers(ctx, source)
+	kc, err := answers(source)
 	if err != nil {
 		msg := fmt.Sprintf("kind (context %s in %s) does not answer: %v", source.Context, kubeconfig, err)
-		if _, merr := answers(ctx, mgmt); merr == nil {
+		if _, merr := answers(mgmt); merr == nil {
 			msg += fmt.Sprintf("; the management cluster answers through %s: if an earlier pivot deleted kind, it has finished", mgmt.Kubeconfig)
 		}
 		return cli.UsageError(errors.New(msg))

@@ -10,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -150,4 +153,34 @@ func write(path string, cfg *clientcmdapi.Config) error {
 		return fmt.Errorf("writing KUBECONFIG %s: %w", path, err)
 	}
 	return nil
+}
+
+// RESTConfig loads the client configuration of context in the kubeconfig
+// file at path: both named explicitly, never the caller's current context.
+// timeout bounds each request.
+func RESTConfig(path, context string, timeout time.Duration) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s, context %s: %w", path, context, err)
+	}
+	cfg.Timeout = timeout
+	return cfg, nil
+}
+
+// ProbeTimeout is how long a cluster has to answer before a tool decides
+// it is not there.
+const ProbeTimeout = 10 * time.Second
+
+// Answers asks the API server behind cfg for its version within
+// ProbeTimeout.
+func Answers(cfg *rest.Config) error {
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = ProbeTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return err
+	}
+	_, err = dc.ServerVersion()
+	return err
 }

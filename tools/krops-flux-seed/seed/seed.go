@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
@@ -52,13 +52,7 @@ type Cluster struct {
 
 // RESTConfig loads the cluster's client configuration.
 func (c Cluster) RESTConfig() (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s, context %s: %w", c.Kubeconfig, c.Context, err)
-	}
-	cfg.Timeout = 30 * time.Second
-	return cfg, nil
+	return kubecfg.RESTConfig(c.Kubeconfig, c.Context, 30*time.Second)
 }
 
 // Secrets are the values Flux reads the repository with.

@@ -31,11 +31,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/capikubeconfig"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
@@ -58,29 +58,11 @@ type Host struct {
 	Kubeconfig, Context string
 }
 
-func (h Host) config(timeout time.Duration) (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: h.Kubeconfig}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: h.Context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("%s (kubeconfig %s, context %s): %w", h.Name, h.Kubeconfig, h.Context, err)
-	}
-	cfg.Timeout = timeout
-	return cfg, nil
-}
-
-// answers reports whether the host's API server answers within 10 s.
+// answers returns the host's client configuration when its API server
+// answers within kubecfg.ProbeTimeout.
 func (h Host) answers(timeout time.Duration) (*rest.Config, bool) {
-	cfg, err := h.config(timeout)
-	if err != nil {
-		return nil, false
-	}
-	probe := rest.CopyConfig(cfg)
-	probe.Timeout = 10 * time.Second
-	kc, err := kubernetes.NewForConfig(probe)
-	if err != nil {
-		return nil, false
-	}
-	if _, err := kc.Discovery().ServerVersion(); err != nil {
+	cfg, err := kubecfg.RESTConfig(h.Kubeconfig, h.Context, timeout)
+	if err != nil || kubecfg.Answers(cfg) != nil {
 		return nil, false
 	}
 	return cfg, true
