@@ -10,9 +10,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -114,6 +114,7 @@ func Load(ctx context.Context, name string, o LoadOptions) (*Client, error) {
 		cfg.StartTimeout = 10 * time.Second
 	}
 	path := "(reattached)"
+	started := &launch{}
 	if rc, ok, err := reattachFor(name, o.Reattach); err != nil {
 		return nil, err
 	} else if ok {
@@ -129,28 +130,31 @@ func Load(ctx context.Context, name string, o LoadOptions) (*Client, error) {
 		if path, err = Find(name, o); err != nil {
 			return nil, err
 		}
-		sum, err := verify(name, path, o.SHA256)
-		if err != nil {
+		if _, err := verify(name, path, o.SHA256); err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(path)
-		cmd.Env = o.BaseEnv
-		if cmd.Env == nil {
-			cmd.Env = baseEnv()
+		env := o.BaseEnv
+		if env == nil {
+			env = baseEnv()
 		}
-		cfg.Cmd = cmd
-		cfg.SkipHostEnv = true
+		var check func() error
 		if o.SHA256 != "" {
-			// Verified above with a clear message; go-plugin checks again
-			// right before exec.
-			cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+			// Verified above with a clear message; checked again right
+			// before exec.
+			check = func() error { _, err := verify(name, path, o.SHA256); return err }
 		}
+		cfg.RunnerFunc = runnerFunc(started, path, env, check)
+		cfg.SkipHostEnv = true
 	}
 	pc := plugin.NewClient(cfg)
-	rpcClient, err := pc.Client()
+	rpcClient, err := startPlugin(ctx, pc, started)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &StartError{Plugin: name, Path: path, Err: fmt.Errorf("interrupted during the handshake: %w", ctx.Err())}
+		}
+		err = explainStart(err, versions, started.runner())
 		pc.Kill()
-		return nil, &StartError{Plugin: name, Path: path, Err: explainStart(err, versions)}
+		return nil, &StartError{Plugin: name, Path: path, Err: err}
 	}
 	raw, err := rpcClient.Dispense(pluginName)
 	if err != nil {
@@ -163,7 +167,9 @@ func Load(ctx context.Context, name string, o LoadOptions) (*Client, error) {
 		return nil, err
 	}
 	c.desc.ProtocolVersion = pc.NegotiatedVersion()
-	if rc := pc.ReattachConfig(); rc != nil {
+	if r := started.runner(); r != nil {
+		c.pid = r.Pid()
+	} else if rc := pc.ReattachConfig(); rc != nil {
 		c.pid = rc.Pid
 	}
 	return c, nil
@@ -173,9 +179,50 @@ func Load(ctx context.Context, name string, o LoadOptions) (*Client, error) {
 // defers it, so no exit path leaves a plugin behind.
 func CleanupClients() { plugin.CleanupClients() }
 
-func explainStart(err error, versions []int) error {
+// startPlugin starts the plugin and waits for its handshake, or for ctx: an
+// interrupt kills the plugin's group at once instead of waiting out the
+// start timeout.
+func startPlugin(ctx context.Context, pc *plugin.Client, l *launch) (plugin.ClientProtocol, error) {
+	type result struct {
+		c   plugin.ClientProtocol
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := pc.Client()
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		l.stop()
+		// The group is dead; go-plugin notices within the pipe grace.
+		// Waiting that long lets it remove its socket directory too.
+		select {
+		case <-done:
+		case <-time.After(2 * pipeGrace):
+		}
+		go pc.Kill()
+		return nil, ctx.Err()
+	}
+}
+
+// stderrLines is how much of a dead plugin's stderr an error quotes.
+const stderrLines = 8
+
+func explainStart(err error, versions []int, r *groupRunner) error {
 	msg := err.Error()
 	lower := strings.ToLower(msg)
+	if r != nil {
+		if how, ok := r.exitedEarly(time.Second); ok {
+			tail := r.stderrTail(stderrLines)
+			if len(tail) == 0 {
+				return fmt.Errorf("%s before its handshake, writing nothing to stderr", how)
+			}
+			return fmt.Errorf("%s before its handshake; the last lines of its stderr:\n    %s", how, strings.Join(tail, "\n    "))
+		}
+	}
 	switch {
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
 		return fmt.Errorf("it wrote to stdout before its handshake (plugins must log to stderr only): %w", err)
@@ -259,19 +306,70 @@ func (r refusal) ExitCode() int { return 2 }
 
 func refused(format string, args ...any) error { return refusal{fmt.Sprintf(format, args...)} }
 
-// checkDir refuses plugin directories that are symlinks: whoever controls
-// the link target controls which code runs with cloud credentials. The path
-// is cleaned first: "link/" must not pass where "link" is refused.
+// checkDir refuses a plugin directory that someone other than the user
+// could redirect or fill: whoever controls it controls which code runs with
+// cloud credentials. The path is cleaned and made absolute first ("link/"
+// must not pass where "link" is refused). Then:
+//   - the directory itself must be no symlink and not world-writable;
+//   - its parents, up to the topmost one the user owns (their home, a
+//     checkout), must be no symlinks either: a symlinked parent redirects
+//     the directory as surely as a symlinked directory;
+//   - no parent may be world-writable without the sticky bit (/tmp is
+//     fine: nobody can rename another user's entry in it).
+//
+// Symlinks above the user's own part of the tree (/bin -> usr/bin,
+// macOS's /tmp -> private/tmp) belong to root, who can replace the plugin
+// anyway.
 func checkDir(name, dir string) error {
-	dir = filepath.Clean(dir)
-	st, err := os.Lstat(dir)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("provider plugin %s: plugin directory %s: %w", name, dir, err)
 	}
-	if st.Mode()&os.ModeSymlink != 0 {
-		return refused("provider plugin %s: plugin directory %s is a symlink; refusing it (point --plugin-dir at the real directory)", name, dir)
+	st, err := os.Lstat(abs)
+	if err != nil {
+		return fmt.Errorf("provider plugin %s: plugin directory %s: %w", name, abs, err)
 	}
-	return nil
+	if st.Mode()&os.ModeSymlink != 0 {
+		return refused("provider plugin %s: plugin directory %s is a symlink; refusing it (point --plugin-dir at the real directory)", name, abs)
+	}
+	if st.Mode().Perm()&0o002 != 0 {
+		return refused("provider plugin %s: plugin directory %s is world-writable (mode %v): anyone could put a plugin there; refusing it (chmod o-w %s)", name, abs, st.Mode().Perm(), abs)
+	}
+	uid := os.Getuid()
+	owned := owner(st) == uid
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("provider plugin %s: plugin directory %s: parent %s: %w", name, abs, p, err)
+		}
+		// The user's part of the tree is the run of parents they own,
+		// starting at the directory; it ends at the first one they don't.
+		owned = owned && owner(st) == uid
+		if owned && st.Mode()&os.ModeSymlink != 0 {
+			return refused("provider plugin %s: plugin directory %s has a symlinked parent %s; refusing it (use the real path: %s)", name, abs, p, realPath(abs))
+		}
+		if st.IsDir() && st.Mode().Perm()&0o002 != 0 && st.Mode()&os.ModeSticky == 0 {
+			return refused("provider plugin %s: plugin directory %s is inside %s, which is world-writable without the sticky bit (mode %v): anyone could swap the directory; refusing it", name, abs, p, st.Mode())
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+func owner(st os.FileInfo) int {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid)
+	}
+	return -1
+}
+
+// realPath is the symlink-free spelling of p for an error message.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // checkFile refuses plugin files anyone may rewrite.

@@ -225,6 +225,48 @@ func TestDiscoveryOrderAndRefusals(t *testing.T) {
 	if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: link + "/", SearchPath: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("symlinked dir with a trailing slash: %v", err)
 	}
+	// So is a directory below a symlinked parent, however deep.
+	realParent := filepath.Join(root, "real")
+	sdktest.Install(t, filepath.Join(realParent, "deep", "plugins"), "./internal/testplugin", "testplugin")
+	if err := os.Symlink(realParent, filepath.Join(root, "parentlink")); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := filepath.Join(root, "parentlink", "deep", "plugins")
+	if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: viaLink, SearchPath: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), "symlinked parent "+filepath.Join(root, "parentlink")) || !errors.Is(err, sdk.ErrPluginRefused) {
+		t.Errorf("symlinked parent: %v", err)
+	}
+	// The real path of the same directory is fine.
+	if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: filepath.Join(realParent, "deep", "plugins"), SearchPath: "/nonexistent"}); err != nil {
+		t.Errorf("the real path: %v", err)
+	}
+	// A world-writable plugin directory, or a world-writable parent without
+	// the sticky bit, lets anyone place or swap plugins.
+	plugins := filepath.Join(realParent, "deep", "plugins")
+	for _, tc := range []struct {
+		dir  string
+		mode os.FileMode
+		want string
+	}{
+		{plugins, 0o777, "is world-writable"},
+		{filepath.Join(realParent, "deep"), 0o777, "world-writable without the sticky bit"},
+	} {
+		if err := os.Chmod(tc.dir, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: plugins, SearchPath: "/nonexistent"}); err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, sdk.ErrPluginRefused) {
+			t.Errorf("%s mode %v: %v", tc.dir, tc.mode, err)
+		}
+		if err := os.Chmod(tc.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// With the sticky bit (like /tmp), a world-writable parent is fine.
+	if err := os.Chmod(filepath.Join(realParent, "deep"), 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdk.Find("testplugin", sdk.LoadOptions{PluginDir: plugins, SearchPath: "/nonexistent"}); err != nil {
+		t.Errorf("sticky world-writable parent: %v", err)
+	}
 	if _, err := sdk.Find("nosuch", o); err == nil || !strings.Contains(err.Error(), "krops-provider-nosuch") || !strings.Contains(err.Error(), "KROPS_PLUGIN_DIR") || !errors.Is(err, sdk.ErrPluginRefused) {
 		t.Errorf("missing plugin: %v", err)
 	}

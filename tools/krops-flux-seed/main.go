@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kropsdev/krops/plugins/sdk"
 	"os"
 	"strings"
 
@@ -36,6 +37,8 @@ var knobs = []string{
 }
 
 func run(args []string) int {
+	// Every exit path kills the plugins this process started.
+	defer sdk.CleanupClients()
 	seedFlags := []ucli.Flag{
 		&ucli.StringFlag{Name: "context", Usage: "kubeconfig context of the cluster to seed (default: the kind cluster's context)"},
 		&ucli.StringFlag{Name: "copy-run-from", Usage: "copy the krops-run ConfigMap exactly from `KUBECONFIG[:CONTEXT]` instead of writing new run metadata"},
@@ -73,7 +76,7 @@ appear in output. docs/flux-seed.md has the details.`,
 				Flags: []ucli.Flag{&ucli.StringFlag{Name: "ref", Usage: "push to `REGISTRY/REPOSITORY:TAG` instead of REGISTRY_HOST:REGISTRY_PORT/OCI_REPOSITORY:OCI_TAG"}}},
 		},
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
 }
 
 func check(c *ucli.Context) (*seedconfig.Checked, error) {

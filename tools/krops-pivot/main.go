@@ -50,6 +50,8 @@ var knobs = []string{
 }
 
 func run(args []string) int {
+	// Every exit path kills the plugins this process started.
+	defer sdk.CleanupClients()
 	app := cli.New(cli.Options{
 		Name:      "krops-pivot",
 		Usage:     "hand the Cluster API inventory from kind to the management cluster, then delete kind",
@@ -81,7 +83,7 @@ management cluster to work around a failure: providers treat that as deprovision
 		},
 		Action: pivotAction,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
 }
 
 // answers returns a client of the cluster when its API server answers

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // stat returns the fields of /proc/<pid>/stat after the command name,
@@ -42,4 +43,43 @@ func Children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// Descendants lists every live process below pid: children, theirs, and so
+// on. Orphans are found only when pid is their subreaper (see
+// BecomeSubreaper); otherwise they belong to init.
+func Descendants(pid int) []int {
+	var out []int
+	queue := Children(pid)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if Alive(p) {
+			out = append(out, p)
+		}
+		queue = append(queue, Children(p)...)
+	}
+	return out
+}
+
+// Cmdline is the argv of pid joined by spaces, or "" when it is gone.
+func Cmdline(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// Leftovers waits up to d for every descendant of the calling process to
+// go and returns those that did not.
+func Leftovers(d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		left := Descendants(os.Getpid())
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

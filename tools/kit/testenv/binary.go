@@ -2,8 +2,11 @@ package testenv
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -13,10 +16,15 @@ import (
 func BuildBinary(t testing.TB, dir, name string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
+	goBuild(t, out, dir, name)
+	return out
+}
+
+func goBuild(t testing.TB, out, dir, name string) {
+	t.Helper()
 	if b, err := exec.Command("go", "build", "-o", out, dir).CombinedOutput(); err != nil {
 		t.Fatalf("building %s from %s: %v\n%s", name, dir, err, b)
 	}
-	return out
 }
 
 // Result is a finished command.
@@ -39,3 +47,42 @@ func RunBinary(t testing.TB, dir string, env []string, bin string, args ...strin
 	}
 	return Result{Stdout: o.String(), Stderr: e.String(), Code: cmd.ProcessState.ExitCode()}
 }
+
+// Builds builds each binary a test package needs once per test process
+// instead of once per test (a link takes seconds). Create it in TestMain
+// and Remove it after the tests.
+type Builds struct {
+	dir   string
+	mu    sync.Mutex
+	built map[string]string
+}
+
+// NewBuilds makes the directory the binaries go to.
+func NewBuilds() (*Builds, error) {
+	dir, err := os.MkdirTemp("", "krops-test-binaries-")
+	if err != nil {
+		return nil, err
+	}
+	return &Builds{dir: dir, built: map[string]string{}}, nil
+}
+
+// Binary is BuildBinary, built at most once per dir and name.
+func (b *Builds) Binary(t testing.TB, dir, name string) string {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := dir + "\x00" + name
+	if p, ok := b.built[key]; ok {
+		return p
+	}
+	out := filepath.Join(b.dir, fmt.Sprintf("%d", len(b.built)), name)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goBuild(t, out, dir, name)
+	b.built[key] = out
+	return out
+}
+
+// Remove deletes the binaries.
+func (b *Builds) Remove() { _ = os.RemoveAll(b.dir) }

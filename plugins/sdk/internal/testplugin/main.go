@@ -4,6 +4,9 @@
 //	v1v2     offers protocol versions 1 and 2
 //	v2only   offers only version 2
 //	stdout   writes to stdout before the handshake
+//	child    starts a child that inherits stdout and stderr and outlives
+//	         nothing on its own (sleep 300), writes its pid to
+//	         TESTPLUGIN_PIDFILE, then serves
 //	(empty)  a provider that streams Discover until cancelled, reports the
 //	         environment it sees from Preflight, and logs at each level
 package main
@@ -12,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -77,6 +81,18 @@ func main() {
 		sdk.Serve(p, sdk.ServeOptions{Versions: []int{1, 2}})
 	case "v2only":
 		sdk.Serve(p, sdk.ServeOptions{Versions: []int{2}})
+	case "child":
+		child := exec.Command("sleep", "300")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile(os.Getenv("TESTPLUGIN_PIDFILE"), []byte(fmt.Sprint(child.Process.Pid)), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		sdk.Serve(p, sdk.ServeOptions{})
 	case "stdout":
 		fmt.Println("hello from a plugin that prints")
 		sdk.Serve(p, sdk.ServeOptions{})
