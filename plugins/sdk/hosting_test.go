@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/procfs"
+	"github.com/kropsdev/krops/plugins/sdk/procfs"
 )
 
 // standInPlugin writes a STAND-IN plugin: a shell script behaving the way

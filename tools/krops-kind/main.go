@@ -15,10 +15,10 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/lock"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
 	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
@@ -95,7 +95,7 @@ func (s *setup) hold(c *ucli.Context) (*lock.Lock, error) {
 }
 
 func (s *setup) loadProvider(c *ucli.Context) (*sdk.Client, error) {
-	return host.Load(c.Context, host.Options{Config: s.sel.Config, Environment: s.sel.Environment, Lookup: s.sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
+	return pluginhost.Load(c.Context, pluginhost.Options{Config: s.sel.Config, Environment: s.sel.Environment, Lookup: s.sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
 }
 
 // locked loads the setup, takes the cluster's lock and checks the engine:

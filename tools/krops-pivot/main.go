@@ -20,10 +20,10 @@ import (
 	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/helmrelease"
@@ -162,7 +162,7 @@ func pivotAction(c *ucli.Context) error {
 		return err
 	}
 	defer lk.Release()
-	provider, err := host.Load(ctx, host.Options{Config: sel.Config, Environment: env, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
+	provider, err := pluginhost.Load(ctx, pluginhost.Options{Config: sel.Config, Environment: env, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
 	if err != nil {
 		return err
 	}

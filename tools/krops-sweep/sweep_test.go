@@ -41,7 +41,7 @@ type fixture struct {
 func setup(t *testing.T) fixture {
 	t.Helper()
 	testenv.Integration(t)
-	f := fixture{dir: t.TempDir(), bin: testenv.BuildBinary(t, ".", "krops-sweep")}
+	f := fixture{dir: t.TempDir(), bin: builds.Binary(t, ".", "krops-sweep")}
 	plugins := filepath.Join(f.dir, "plugins")
 	if err := os.MkdirAll(plugins, 0o755); err != nil {
 		t.Fatal(err)

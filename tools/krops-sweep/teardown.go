@@ -11,10 +11,10 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/engine"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/helmrelease"
 	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
@@ -43,7 +43,7 @@ func teardownAction(c *ucli.Context) error {
 	if sel.Knobs.AWSOnly {
 		return sweep(c, sel)
 	}
-	provider, err := host.Load(c.Context, host.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
+	provider, err := pluginhost.Load(c.Context, pluginhost.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose")})
 	if err != nil {
 		return err
 	}

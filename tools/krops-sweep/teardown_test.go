@@ -188,7 +188,7 @@ func newBase(t *testing.T, config string, plugins []string, flux bool) *site {
 	go s.standInInfrastructure(ctx)
 	s.rec = testenv.NewAPIRecorder(t, s.kind.Config)
 	s.dir = t.TempDir()
-	s.bin = testenv.BuildBinary(t, ".", "krops-sweep")
+	s.bin = builds.Binary(t, ".", "krops-sweep")
 	pluginDir := filepath.Join(s.dir, "plugins")
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		t.Fatal(err)

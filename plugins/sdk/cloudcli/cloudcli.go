@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // Setting is a variable the cloud needs.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // standInMise is a STAND-IN for mise: the real task would federate a cloud

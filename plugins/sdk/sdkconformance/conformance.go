@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/procfs"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
-	"github.com/kropsdev/krops/tools/kit/procfs"
 )
 
 // Options configure a run.

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/proc"
-	"github.com/kropsdev/krops/tools/kit/procfs"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
+	"github.com/kropsdev/krops/plugins/sdk/procfs"
 )
 
 // Main runs a package's tests, kills every plugin they started whatever
@@ -39,8 +39,6 @@ func Main(m *testing.M, cleanups ...func()) {
 	}
 	os.Exit(code)
 }
-
-
 
 // Install builds pkg as krops-provider-<name> (see Build) and copies it
 // into dir, where a host's plugin discovery finds it. It returns the path.

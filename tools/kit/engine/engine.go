@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // Toolbox paths: inside the toolbox image the engine is always reached

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // standInRunner is a STAND-IN for the docker and podman programs (no engine

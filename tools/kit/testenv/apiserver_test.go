@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/kit/procfs"
+	"github.com/kropsdev/krops/plugins/sdk/procfs"
 )
 
 func TestAPIServerReportsThePinnedVersion(t *testing.T) {

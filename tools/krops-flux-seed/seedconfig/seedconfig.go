@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/preflight"
@@ -137,7 +137,7 @@ func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), 
 		// the address to use instead. Loaded only when a wait needs it.
 		o.Endpoint = func(ctx context.Context, cluster string, kubeconfig []byte) (string, error) {
 			if provider == nil {
-				pc, err := host.Load(ctx, host.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: p.PluginStderr, Verbose: p.Verbose})
+				pc, err := pluginhost.Load(ctx, pluginhost.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, Stderr: p.PluginStderr, Verbose: p.Verbose})
 				if err != nil {
 					return "", err
 				}

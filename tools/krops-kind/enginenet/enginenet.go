@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // Runner runs the engine with arguments (kit/engine's Engine.Run).

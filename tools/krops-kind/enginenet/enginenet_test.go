@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kropsdev/krops/tools/kit/proc"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // standInEngine writes a STAND-IN engine executable: it records its argv

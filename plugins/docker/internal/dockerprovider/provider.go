@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/kit/engine"
-	"github.com/kropsdev/krops/tools/kit/proc"
 )
 
 // Defaults of the knobs this provider reads.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/krops-orphans/internal/report"
 )
 
@@ -52,7 +52,7 @@ func Run(ctx context.Context, o Options) (report.Report, error) {
 	if err := checkOutputPath(o.Knobs.OrphanReportJSON); err != nil {
 		return report.Report{}, err
 	}
-	c, err := host.Load(ctx, host.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
 	if err != nil {
 		return report.Report{}, err
 	}

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/host"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 )
 
 // Options describe one sweep.
@@ -48,7 +48,7 @@ var ErrLeft = errors.New("resources in scope are still there")
 // read, failure (1) when something is left.
 func Run(ctx context.Context, o Options) (Summary, error) {
 	out := o.Stdout
-	c, err := host.Load(ctx, host.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -184,7 +184,7 @@ type inventory struct {
 // not work or an account outside allowed-accounts stop it while everything
 // is still in place. It returns the account read.
 func Check(ctx context.Context, o Options) (string, error) {
-	c, err := host.Load(ctx, host.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,7 @@
-// Package host loads the provider plugin of a krops environment the way
+// Package pluginhost loads the provider plugin of a krops environment the way
 // every krops binary does: plugin pins and paths from bootstrap.toml, the
 // plugin directory and reattach knobs, and Configure with the environment.
-package host
+package pluginhost
 
 import (
 	"context"
