@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,3 +98,7 @@ spec: {interval: 1m, retryInterval: 2s, timeout: 30s, prune: true, path: ./no/su
 		t.Errorf("Flux's warning must be streamed once, not %d times:\n%s", n, r.Stderr)
 	}
 }
+
+// TestMain fails the package if a process a test started (a plugin, an API
+// server, a controller) outlives the tests.
+func TestMain(m *testing.M) { sdktest.Main(m) }

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Hour)
 		l.Release()
 	}
-	os.Exit(m.Run())
+	sdktest.Main(m)
 }
 
 type fixture struct {

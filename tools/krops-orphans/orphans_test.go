@@ -208,3 +208,7 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMain fails the package if a process a test started (a plugin, an API
+// server, a controller) outlives the tests.
+func TestMain(m *testing.M) { sdktest.Main(m) }

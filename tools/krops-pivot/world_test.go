@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -355,3 +356,7 @@ func (w *world) createCluster(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestMain fails the package if a process a test started (a plugin, an API
+// server, a controller) outlives the tests.
+func TestMain(m *testing.M) { sdktest.Main(m) }

@@ -227,9 +227,6 @@ func withDefaults(o Options, req sdk.SweepRequest) Options {
 	if o.PollInterval < 0 {
 		o.PollInterval, o.FirstPoll = 0, 0
 	}
-	if o.FirstPoll <= 0 || o.FirstPoll > o.PollInterval {
-		o.FirstPoll = o.PollInterval
-	}
 	if o.ReportMargin <= 0 {
 		o.ReportMargin = DefaultReportMargin
 	}
@@ -237,11 +234,11 @@ func withDefaults(o Options, req sdk.SweepRequest) Options {
 }
 
 type engine struct {
-	o     Options
-	emit  func(sdk.SweepEvent) error
-	mu    sync.Mutex // serialises emit and node updates from parallel calls
-	all   []*node    // the scope, deduplicated, in request order
-	plan  []*node    // deletion order
+	o    Options
+	emit func(sdk.SweepEvent) error
+	mu   sync.Mutex // serialises emit and node updates from parallel calls
+	all  []*node    // the scope, deduplicated, in request order
+	plan []*node    // deletion order
 	// skipped are scope entries not found by the fresh inventory.
 	skipped  []*node
 	passes   int
@@ -605,6 +602,9 @@ func (e *engine) report() Report {
 type poller struct{ first, ceiling, cur time.Duration }
 
 func newPoller(first, ceiling time.Duration) *poller {
+	if first <= 0 || first > ceiling {
+		first = ceiling
+	}
 	return &poller{first: first, ceiling: ceiling, cur: first}
 }
 

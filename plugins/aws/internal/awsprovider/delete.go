@@ -16,6 +16,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/sweep"
 )
 
 // notFoundCodes mean the resource is gone: a named lookup said so. EC2
@@ -45,8 +46,8 @@ func isNotFound(err error) bool {
 }
 
 // classify turns a call's error into an outcome; done is the outcome of
-// success. A NotFound is outGone: the goal is reached, whoever got there.
-func classify(err error, done attempt) attempt {
+// success. A NotFound is sweep.Gone: the goal is reached, whoever got there.
+func classify(err error, done sweep.Result) sweep.Result {
 	if err == nil {
 		return done
 	}
@@ -55,9 +56,9 @@ func classify(err error, done attempt) attempt {
 	case isNotFound(err):
 		return gone
 	case retryCodes[code]:
-		return attempt{outRetry, code + ": " + shortErr(err)}
+		return result(sweep.Blocked, code+": "+shortErr(err))
 	}
-	return attempt{outFailed, shortErr(err)}
+	return result(sweep.Failed, shortErr(err))
 }
 
 func shortErr(err error) string {
@@ -69,8 +70,8 @@ func shortErr(err error) string {
 }
 
 var (
-	deleted = attempt{outDeleted, ""}
-	gone    = attempt{outGone, ""}
+	deleted = result(sweep.Deleted, "")
+	gone    = result(sweep.Gone, "")
 )
 
 // regionOf maps a resource to the region its API lives in.
@@ -83,37 +84,37 @@ func (p *Provider) regionOf(r sdk.Resource) string {
 
 // deleteOne takes one step towards deleting r. started says an
 // asynchronous deletion was already accepted, so only its end is awaited.
-func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, tries int, progress func(string)) attempt {
+func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, tries int, progress func(string)) sweep.Result {
 	region := p.regionOf(r)
 	switch r.Kind {
 	case KindEKSNodegroup, KindEKSCluster:
 		c, err := p.c.eks(ctx, region)
 		if err != nil {
-			return attempt{outFailed, err.Error()}
+			return result(sweep.Failed, err.Error())
 		}
 		return p.deleteEKS(ctx, c, r, started)
 	case KindRDSInstance:
 		c, err := p.c.rds(ctx, region)
 		if err != nil {
-			return attempt{outFailed, err.Error()}
+			return result(sweep.Failed, err.Error())
 		}
 		return deleteRDS(ctx, c, r.ID, started)
 	case KindNATGateway, KindElasticIP, KindSubnet, KindInternetGateway, KindRouteTable, KindSecurityGroup, KindVPC:
 		c, err := p.c.ec2(ctx, region)
 		if err != nil {
-			return attempt{outFailed, err.Error()}
+			return result(sweep.Failed, err.Error())
 		}
 		return deleteEC2(ctx, c, r, started, tries)
 	case KindS3Bucket:
 		c, err := p.c.s3(ctx, region)
 		if err != nil {
-			return attempt{outFailed, err.Error()}
+			return result(sweep.Failed, err.Error())
 		}
 		return emptyAndDeleteBucket(ctx, c, r.ID, progress)
 	case KindIAMRole, KindIAMInstanceProfile, KindIAMPolicy, KindIAMUser:
 		c, err := p.c.iam(ctx, region)
 		if err != nil {
-			return attempt{outFailed, err.Error()}
+			return result(sweep.Failed, err.Error())
 		}
 		switch r.Kind {
 		case KindIAMRole:
@@ -127,14 +128,14 @@ func (p *Provider) deleteOne(ctx context.Context, r sdk.Resource, started bool, 
 	case KindCFNStack:
 		c, err := p.c.cfn(ctx, region)
 		if err != nil {
-			return attempt{outFailed, err.Error()}
+			return result(sweep.Failed, err.Error())
 		}
 		return deleteStack(ctx, c, r.ID, started)
 	}
-	return attempt{outFailed, "the aws provider does not delete kind " + r.Kind}
+	return result(sweep.Failed, "the aws provider does not delete kind "+r.Kind)
 }
 
-func (p *Provider) deleteEKS(ctx context.Context, c *eks.Client, r sdk.Resource, started bool) attempt {
+func (p *Provider) deleteEKS(ctx context.Context, c *eks.Client, r sdk.Resource, started bool) sweep.Result {
 	if r.Kind == KindEKSNodegroup {
 		cluster, ng, _ := strings.Cut(r.ID, "/")
 		if started {
@@ -142,23 +143,23 @@ func (p *Provider) deleteEKS(ctx context.Context, c *eks.Client, r sdk.Resource,
 			if err != nil {
 				return classify(err, deleted)
 			}
-			return attempt{outDeleting, "nodegroup " + string(out.Nodegroup.Status)}
+			return result(sweep.InProgress, "nodegroup "+string(out.Nodegroup.Status))
 		}
 		_, err := c.DeleteNodegroup(ctx, &eks.DeleteNodegroupInput{ClusterName: aws.String(cluster), NodegroupName: aws.String(ng)})
-		return classify(err, attempt{outDeleting, "deletion accepted"})
+		return classify(err, result(sweep.InProgress, "deletion accepted"))
 	}
 	if started {
 		out, err := c.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(r.ID)})
 		if err != nil {
 			return classify(err, deleted)
 		}
-		return attempt{outDeleting, "cluster " + string(out.Cluster.Status)}
+		return result(sweep.InProgress, "cluster "+string(out.Cluster.Status))
 	}
 	_, err := c.DeleteCluster(ctx, &eks.DeleteClusterInput{Name: aws.String(r.ID)})
-	return classify(err, attempt{outDeleting, "deletion accepted"})
+	return classify(err, result(sweep.InProgress, "deletion accepted"))
 }
 
-func deleteRDS(ctx context.Context, c *rds.Client, id string, started bool) attempt {
+func deleteRDS(ctx context.Context, c *rds.Client, id string, started bool) sweep.Result {
 	out, err := c.DescribeDBInstances(ctx, &rds.DescribeDBInstancesInput{DBInstanceIdentifier: aws.String(id)})
 	if err != nil {
 		return classify(err, deleted)
@@ -168,7 +169,7 @@ func deleteRDS(ctx context.Context, c *rds.Client, id string, started bool) atte
 	}
 	db := out.DBInstances[0]
 	if started || aws.ToString(db.DBInstanceStatus) == "deleting" {
-		return attempt{outDeleting, "instance " + aws.ToString(db.DBInstanceStatus)}
+		return result(sweep.InProgress, "instance "+aws.ToString(db.DBInstanceStatus))
 	}
 	if aws.ToBool(db.DeletionProtection) {
 		_, err := c.ModifyDBInstance(ctx, &rds.ModifyDBInstanceInput{DBInstanceIdentifier: aws.String(id), DeletionProtection: aws.Bool(false), ApplyImmediately: aws.Bool(true)})
@@ -177,10 +178,10 @@ func deleteRDS(ctx context.Context, c *rds.Client, id string, started bool) atte
 		}
 	}
 	_, err = c.DeleteDBInstance(ctx, &rds.DeleteDBInstanceInput{DBInstanceIdentifier: aws.String(id), SkipFinalSnapshot: aws.Bool(true), DeleteAutomatedBackups: aws.Bool(true)})
-	return classify(err, attempt{outDeleting, "deletion accepted"})
+	return classify(err, result(sweep.InProgress, "deletion accepted"))
 }
 
-func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool, tries int) attempt {
+func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool, tries int) sweep.Result {
 	id := aws.String(r.ID)
 	var err error
 	switch r.Kind {
@@ -193,10 +194,10 @@ func deleteEC2(ctx context.Context, c *ec2.Client, r sdk.Resource, started bool,
 			if len(out.NatGateways) == 0 || out.NatGateways[0].State == ec2types.NatGatewayStateDeleted {
 				return deleted
 			}
-			return attempt{outDeleting, "NAT gateway " + string(out.NatGateways[0].State)}
+			return result(sweep.InProgress, "NAT gateway "+string(out.NatGateways[0].State))
 		}
 		_, err = c.DeleteNatGateway(ctx, &ec2.DeleteNatGatewayInput{NatGatewayId: id})
-		return classify(err, attempt{outDeleting, "deletion accepted"})
+		return classify(err, result(sweep.InProgress, "deletion accepted"))
 	case KindElasticIP:
 		_, err = c.ReleaseAddress(ctx, &ec2.ReleaseAddressInput{AllocationId: id})
 	case KindSubnet:
@@ -271,7 +272,7 @@ const s3BatchSize = 1000
 
 // emptyAndDeleteBucket deletes every object version and delete marker in
 // batches of 1000, then the bucket.
-func emptyAndDeleteBucket(ctx context.Context, c *s3.Client, bucket string, progress func(string)) attempt {
+func emptyAndDeleteBucket(ctx context.Context, c *s3.Client, bucket string, progress func(string)) sweep.Result {
 	removed := 0
 	pages := s3.NewListObjectVersionsPaginator(c, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), MaxKeys: aws.Int32(s3BatchSize)})
 	for pages.HasMorePages() {
@@ -293,17 +294,17 @@ func emptyAndDeleteBucket(ctx context.Context, c *s3.Client, bucket string, prog
 				return classify(err, deleted)
 			}
 			if len(out.Errors) > 0 {
-				return attempt{outRetry, fmt.Sprintf("%d objects could not be deleted, first: %s", len(out.Errors), aws.ToString(out.Errors[0].Message))}
+				return result(sweep.Blocked, fmt.Sprintf("%d objects could not be deleted, first: %s", len(out.Errors), aws.ToString(out.Errors[0].Message)))
 			}
 			removed += len(batch)
 			progress(fmt.Sprintf("%d object versions and delete markers deleted so far", removed))
 		}
 	}
 	_, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
-	return classify(err, attempt{outDeleted, fmt.Sprintf("emptied of %d object versions and delete markers", removed)})
+	return classify(err, result(sweep.Deleted, fmt.Sprintf("emptied of %d object versions and delete markers", removed)))
 }
 
-func deleteStack(ctx context.Context, c *cloudformation.Client, stack string, started bool) attempt {
+func deleteStack(ctx context.Context, c *cloudformation.Client, stack string, started bool) sweep.Result {
 	if started {
 		out, err := c.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
 		if err != nil {
@@ -316,11 +317,15 @@ func deleteStack(ctx context.Context, c *cloudformation.Client, stack string, st
 		case cfntypes.StackStatusDeleteComplete:
 			return deleted
 		case cfntypes.StackStatusDeleteFailed:
-			return attempt{outFailed, "stack deletion failed: " + aws.ToString(out.Stacks[0].StackStatusReason)}
+			return result(sweep.Failed, "stack deletion failed: "+aws.ToString(out.Stacks[0].StackStatusReason))
 		default:
-			return attempt{outDeleting, "stack " + string(st)}
+			return result(sweep.InProgress, "stack "+string(st))
 		}
 	}
 	_, err := c.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)})
-	return classify(err, attempt{outDeleting, "deletion accepted"})
+	return classify(err, result(sweep.InProgress, "deletion accepted"))
+}
+
+func result(o sweep.Outcome, msg string) sweep.Result {
+	return sweep.Result{Outcome: o, Message: msg}
 }

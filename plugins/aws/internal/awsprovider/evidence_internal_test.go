@@ -1,9 +1,9 @@
 package awsprovider
 
 import (
+	"github.com/kropsdev/krops/plugins/sdk/sweep"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/smithy-go"
 )
@@ -57,42 +57,19 @@ func TestIAMVerdict(t *testing.T) {
 	}
 }
 
-func TestPollerBacksOffAndResets(t *testing.T) {
-	p := newPoller(time.Second, 10*time.Second)
-	var got []time.Duration
-	for range 6 {
-		got = append(got, p.next())
-	}
-	p.reset()
-	got = append(got, p.next())
-	want := []time.Duration{1, 2, 4, 8, 10, 10, 1}
-	for i := range want {
-		if got[i] != want[i]*time.Second {
-			t.Fatalf("pauses %v, want %v seconds", got, want)
-		}
-	}
-	// No first poll, or one above the ceiling: fixed pauses.
-	for _, first := range []time.Duration{0, time.Minute} {
-		f := newPoller(first, 10*time.Second)
-		if a, b := f.next(), f.next(); a != 10*time.Second || b != 10*time.Second {
-			t.Errorf("first %v: pauses %v, %v; want fixed 10s", first, a, b)
-		}
-	}
-}
-
 func TestNotFoundOfASubStepIsSuccess(t *testing.T) {
 	for _, code := range []string{"InvalidAssociationID.NotFound", "InvalidPermission.NotFound", "Gateway.NotAttached", "NoSuchEntity", "InvalidVpcID.NotFound"} {
 		if _, ok := step(apiErr(code)); !ok {
 			t.Errorf("%s stopped a deletion", code)
 		}
-		if a := classify(apiErr(code), deleted); a.out != outGone {
-			t.Errorf("%s classified %v, want gone", code, a.out)
+		if a := classify(apiErr(code), deleted); a.Outcome != sweep.Gone {
+			t.Errorf("%s classified %v, want gone", code, a.Outcome)
 		}
 	}
-	if a, ok := step(apiErr("UnauthorizedOperation")); ok || a.out != outFailed {
+	if a, ok := step(apiErr("UnauthorizedOperation")); ok || a.Outcome != sweep.Failed {
 		t.Errorf("an authorisation error must stop the deletion: %+v", a)
 	}
-	if a := classify(apiErr("DependencyViolation"), deleted); a.out != outRetry {
+	if a := classify(apiErr("DependencyViolation"), deleted); a.Outcome != sweep.Blocked {
 		t.Errorf("DependencyViolation: %+v", a)
 	}
 }

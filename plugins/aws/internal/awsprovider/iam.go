@@ -12,6 +12,7 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/sweep"
 )
 
 // IAM is account-wide, so nothing scopes it but evidence. Every role and
@@ -356,14 +357,14 @@ func (p *Provider) scanPolicies(ctx context.Context, c *iam.Client, roles, users
 
 // step runs one sub-step of a deletion: a NotFound means someone else did
 // it already, which is what the step was for.
-func step(err error) (attempt, bool) {
+func step(err error) (sweep.Result, bool) {
 	if err == nil || isNotFound(err) {
-		return attempt{}, true
+		return sweep.Result{}, true
 	}
 	return classify(err, deleted), false
 }
 
-func deleteRole(ctx context.Context, c *iam.Client, role string) attempt {
+func deleteRole(ctx context.Context, c *iam.Client, role string) sweep.Result {
 	name := aws.String(role)
 	attached := iam.NewListAttachedRolePoliciesPaginator(c, &iam.ListAttachedRolePoliciesInput{RoleName: name})
 	for attached.HasMorePages() {
@@ -410,7 +411,7 @@ func deleteRole(ctx context.Context, c *iam.Client, role string) attempt {
 	return classify(err, deleted)
 }
 
-func deleteInstanceProfile(ctx context.Context, c *iam.Client, profile string) attempt {
+func deleteInstanceProfile(ctx context.Context, c *iam.Client, profile string) sweep.Result {
 	name := aws.String(profile)
 	out, err := c.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: name})
 	if err != nil {
@@ -429,7 +430,7 @@ func deleteInstanceProfile(ctx context.Context, c *iam.Client, profile string) a
 // deletePolicy deletes a policy of ours once nothing uses it. It never
 // detaches a policy from a role, user or group that is not in the sweep:
 // that would change someone else's permissions.
-func deletePolicy(ctx context.Context, c *iam.Client, arn string) attempt {
+func deletePolicy(ctx context.Context, c *iam.Client, arn string) sweep.Result {
 	policy := aws.String(arn)
 	var users []string
 	ep := iam.NewListEntitiesForPolicyPaginator(c, &iam.ListEntitiesForPolicyInput{PolicyArn: policy})
@@ -449,7 +450,7 @@ func deletePolicy(ctx context.Context, c *iam.Client, arn string) attempt {
 		}
 	}
 	if len(users) > 0 {
-		return attempt{outFailed, "still attached to " + strings.Join(users, ", ") + ", which this sweep does not own: detach it there, then rerun"}
+		return result(sweep.Failed, "still attached to "+strings.Join(users, ", ")+", which this sweep does not own: detach it there, then rerun")
 	}
 	versions := iam.NewListPolicyVersionsPaginator(c, &iam.ListPolicyVersionsInput{PolicyArn: policy})
 	for versions.HasMorePages() {
@@ -471,7 +472,7 @@ func deletePolicy(ctx context.Context, c *iam.Client, arn string) attempt {
 	return classify(err, deleted)
 }
 
-func deleteUser(ctx context.Context, c *iam.Client, user string) attempt {
+func deleteUser(ctx context.Context, c *iam.Client, user string) sweep.Result {
 	name := aws.String(user)
 	_, err := c.DeleteLoginProfile(ctx, &iam.DeleteLoginProfileInput{UserName: name})
 	if a, ok := step(err); !ok {
