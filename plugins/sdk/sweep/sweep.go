@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -140,7 +141,8 @@ type Entry struct {
 // state, and how the run went.
 type Report struct {
 	Entries []Entry
-	Passes  int
+	// Calls counts the calls of Delete.
+	Calls int
 	// TimedOut: the deadline, not idleness, ended the run.
 	TimedOut bool
 }
@@ -167,10 +169,21 @@ type node struct {
 	state     State
 	attempts  int
 	accepted  bool // an asynchronous deletion was accepted
-	blocked   bool // the last attempt was refused for now
-	notBefore time.Time
-	reason    string
+	inFlight  bool
+	// due is the end of the pause before the next attempt (poll, backoff,
+	// RetryAfter).
+	due  time.Time
+	poll *poller
+	// idle counts attempts refused since the sweep last progressed.
+	idle int
+	// height is the longest chain of resources waiting on this one: the
+	// tallest are scheduled first.
+	height int
+	reason string
 }
+
+// parked: refused max times in a row with nothing progressing meanwhile.
+func (n *node) parked(max int) bool { return n.idle >= max }
 
 func (n *node) final() bool {
 	return n.state == StateDeleted || n.state == StateFailed || n.state == StateSkipped
@@ -189,7 +202,7 @@ func Run(ctx context.Context, req sdk.SweepRequest, emit func(sdk.SweepEvent) er
 	o = withDefaults(o, req)
 	e := &engine{o: o, emit: emit}
 	if err := e.build(ctx, req.Scope); err != nil {
-		return e.report(), err
+		return e.summary(), err
 	}
 	for i, n := range e.plan {
 		msg := fmt.Sprintf("step %d of %d", i+1, len(e.plan))
@@ -197,18 +210,18 @@ func Run(ctx context.Context, req sdk.SweepRequest, emit func(sdk.SweepEvent) er
 			msg += " after " + strings.Join(n.r.DependsOn, ", ")
 		}
 		if err := e.send(sdk.SweepEvent{Resource: n.r, State: sdk.SweepPlanned, Message: msg}); err != nil {
-			return e.report(), err
+			return e.summary(), err
 		}
 	}
 	if req.DryRun {
-		return e.report(), nil
+		return e.summary(), nil
 	}
 	if err := e.loop(ctx); err != nil {
 		e.stopped = true
-		return e.report(), err
+		return e.summary(), err
 	}
 	err := e.finish()
-	return e.report(), err
+	return e.summary(), err
 }
 
 func withDefaults(o Options, req sdk.SweepRequest) Options {
@@ -241,8 +254,9 @@ type engine struct {
 	plan []*node    // deletion order
 	// skipped are scope entries not found by the fresh inventory.
 	skipped  []*node
-	passes   int
+	calls    int
 	timedOut bool
+	sendErr  error
 	// stopped: an interrupt or a failed emit ended the run early.
 	stopped bool
 }
@@ -282,7 +296,7 @@ func (e *engine) build(ctx context.Context, scope []sdk.Resource) error {
 			}
 			r = fresh
 		}
-		e.all = append(e.all, &node{r: r, key: key, state: StatePlanned})
+		e.all = append(e.all, &node{r: r, key: key, state: StatePlanned, poll: newPoller(e.o.FirstPoll, e.o.PollInterval)})
 	}
 	byKey := map[string]*node{}
 	byID := map[string][]*node{}
@@ -305,6 +319,20 @@ func (e *engine) build(ctx context.Context, scope []sdk.Resource) error {
 		}
 	}
 	e.plan = topoOrder(e.all)
+	// Heights, in reverse plan order: everything waiting on a resource
+	// comes after it in the plan.
+	waiters := map[*node][]*node{}
+	for _, n := range e.all {
+		for _, d := range n.deps {
+			waiters[d] = append(waiters[d], n)
+		}
+	}
+	for i := len(e.plan) - 1; i >= 0; i-- {
+		n := e.plan[i]
+		for _, w := range waiters[n] {
+			n.height = max(n.height, w.height+1)
+		}
+	}
 	return nil
 }
 
@@ -333,88 +361,141 @@ func topoOrder(all []*node) []*node {
 	return out
 }
 
+// loop schedules deletions as events arrive rather than in passes: a
+// resource is attempted the moment what it depends on is confirmed gone
+// and its region has a free slot, tallest first (the resources most others
+// wait on), so one slow call never holds back work that does not depend on
+// it. Accepted and blocked deletions come back after their own pause.
 func (e *engine) loop(ctx context.Context) error {
 	deadline, hasDeadline := ctx.Deadline()
-	poll := newPoller(e.o.FirstPoll, e.o.PollInterval)
-	for idle := 0; idle < e.o.MaxIdlePasses; {
-		if err := ctx.Err(); err != nil {
-			return err
+	results := make(chan done)
+	busy := map[string]int{} // calls in flight per region
+	running := 0
+	for {
+		stopping := ctx.Err() != nil || e.sendFailed() != nil
+		if !stopping && hasDeadline && time.Until(deadline) < e.o.ReportMargin {
+			stopping, e.timedOut = true, true
 		}
-		if hasDeadline && time.Until(deadline) < e.o.ReportMargin {
-			e.timedOut = true
-			return nil
+		now := time.Now()
+		if !stopping {
+			for _, n := range e.candidates(now) {
+				slot := e.slot(n)
+				if busy[slot] >= e.o.Concurrency {
+					continue
+				}
+				busy[slot]++
+				running++
+				e.launch(ctx, n, results)
+			}
 		}
-		ready, waitUntil := e.ready(time.Now())
-		if len(ready) == 0 && waitUntil.IsZero() {
-			return nil // everything is final, or blocked by what failed
+		var wake <-chan time.Time
+		var timer *time.Timer
+		if !stopping {
+			if next, ok := e.nextDue(now); ok {
+				d := time.Until(next)
+				if hasDeadline {
+					d = min(d, time.Until(deadline)-e.o.ReportMargin)
+				}
+				timer = time.NewTimer(max(d, 0))
+				wake = timer.C
+			}
 		}
-		progress, accepted := false, false
-		if len(ready) > 0 {
-			e.passes++
-			var err error
-			if progress, accepted, err = e.pass(ctx, ready); err != nil {
+		if running == 0 && (stopping || wake == nil) {
+			if timer != nil {
+				timer.Stop()
+			}
+			if err := e.sendFailed(); err != nil {
 				return err
 			}
-		}
-		if progress {
-			idle = 0
-		} else if len(ready) > 0 {
-			idle++
-		}
-		if accepted {
-			poll.reset() // a deletion was just accepted: look again soon
-		}
-		wait := time.Duration(0)
-		if e.waiting() {
-			wait = poll.next()
-		}
-		if next, _ := e.ready(time.Now()); len(next) == 0 && !waitUntil.IsZero() {
-			// Only resources with a RetryAfter remain: sleep until the first.
-			if d := time.Until(waitUntil); d > wait {
-				wait = d
+			if e.timedOut {
+				return nil
 			}
+			return ctx.Err() // nil when nothing is left to try
 		}
-		if wait > 0 {
-			if hasDeadline && time.Until(deadline)-e.o.ReportMargin < wait {
-				wait = max(0, time.Until(deadline)-e.o.ReportMargin)
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+		select {
+		case d := <-results:
+			running--
+			busy[e.slot(d.n)]--
+			e.apply(ctx, d)
+		case <-wake:
+		case <-ctx.Done():
+			if running == 0 {
 				return ctx.Err()
-			case <-t.C:
 			}
+			// Let the calls in flight return; they see the cancellation.
+			d := <-results
+			running--
+			busy[e.slot(d.n)]--
+			e.apply(ctx, d)
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
-	return nil
 }
 
-// ready lists the open resources whose dependencies are all deleted and
-// whose RetryAfter has passed; waitUntil is the earliest RetryAfter still
-// ahead (zero when none).
-func (e *engine) ready(now time.Time) (ready []*node, waitUntil time.Time) {
-	for _, n := range e.plan {
-		if n.final() {
-			continue
-		}
-		if dep := firstOpenDep(n); dep != nil {
-			if dep.state == StateFailed {
-				n.reason = "its dependency " + dep.key + " could not be deleted"
-			} else {
-				n.reason = "waiting for " + dep.key
-			}
-			continue
-		}
-		if n.notBefore.After(now) {
-			if waitUntil.IsZero() || n.notBefore.Before(waitUntil) {
-				waitUntil = n.notBefore
-			}
-			continue
-		}
-		ready = append(ready, n)
+// done is one finished call.
+type done struct {
+	n   *node
+	res Result
+}
+
+// slot is the concurrency bucket of n: its region, or one bucket for all
+// when calls run one at a time.
+func (e *engine) slot(n *node) string {
+	if e.o.Concurrency == 1 {
+		return ""
 	}
-	return ready, waitUntil
+	return n.r.Region
+}
+
+func (e *engine) sendFailed() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sendErr
+}
+
+// report emits ev; a failed emit ends the run once the calls in flight
+// have returned.
+func (e *engine) report(ev sdk.SweepEvent) {
+	if err := e.send(ev); err != nil {
+		e.mu.Lock()
+		if e.sendErr == nil {
+			e.sendErr = err
+		}
+		e.mu.Unlock()
+	}
+}
+
+// candidates are the open resources that may be attempted now: not in
+// flight, not given up on, everything they depend on confirmed gone, and
+// their pause over. The tallest come first, then plan order.
+func (e *engine) candidates(now time.Time) []*node {
+	var out []*node
+	for _, n := range e.plan {
+		if n.final() || n.inFlight || n.parked(e.o.MaxIdlePasses) || firstOpenDep(n) != nil || n.due.After(now) {
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].height > out[j].height })
+	return out
+}
+
+// nextDue is the earliest pause still to end among resources that could
+// be attempted after it. Resources ready now but waiting for a slot are
+// not counted: a call in flight will return and free one.
+func (e *engine) nextDue(now time.Time) (time.Time, bool) {
+	var next time.Time
+	for _, n := range e.plan {
+		if n.final() || n.inFlight || n.parked(e.o.MaxIdlePasses) || firstOpenDep(n) != nil || !n.due.After(now) {
+			continue
+		}
+		if next.IsZero() || n.due.Before(next) {
+			next = n.due
+		}
+	}
+	return next, !next.IsZero()
 }
 
 func firstOpenDep(n *node) *node {
@@ -426,101 +507,33 @@ func firstOpenDep(n *node) *node {
 	return nil
 }
 
-// waiting says the next pass needs time to pass first: a deletion is
-// finishing, or an attempt was refused for a state that only time clears.
-func (e *engine) waiting() bool {
-	for _, n := range e.plan {
-		if !n.final() && (n.accepted || n.blocked) {
-			return true
-		}
-	}
-	return false
-}
-
-// pass attempts every ready resource, in parallel within each region's
-// bound. It reports whether the sweep progressed and whether a deletion
-// was newly accepted.
-func (e *engine) pass(ctx context.Context, ready []*node) (progress, accepted bool, err error) {
-	sems := map[string]chan struct{}{}
-	var (
-		wg      sync.WaitGroup
-		resMu   sync.Mutex
-		sendErr error
-	)
-	report := func(ev sdk.SweepEvent) {
-		if err := e.send(ev); err != nil {
-			resMu.Lock()
-			sendErr = err
-			resMu.Unlock()
-		}
-	}
-	for _, n := range ready {
-		if e.o.Concurrency == 1 {
-			// One call at a time, in plan order: a deterministic baseline.
-			wasAccepted := n.accepted
-			progress = e.attempt(ctx, n, report) || progress
-			accepted = accepted || (n.accepted && !wasAccepted)
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		sem := sems[n.r.Region]
-		if sem == nil {
-			sem = make(chan struct{}, e.o.Concurrency)
-			sems[n.r.Region] = sem
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			wasAccepted := n.accepted
-			moved := e.attempt(ctx, n, report)
-			resMu.Lock()
-			progress = progress || moved
-			accepted = accepted || (n.accepted && !wasAccepted)
-			resMu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if sendErr != nil {
-		return progress, accepted, sendErr
-	}
-	return progress, accepted, ctx.Err()
-}
-
-// attempt runs one deletion step for n and reports whether the sweep
-// progressed (a deletion finished or is under way).
-func (e *engine) attempt(ctx context.Context, n *node, report func(sdk.SweepEvent)) bool {
-	if !n.accepted {
-		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleting, Attempt: n.attempts + 1})
-	}
+// launch starts one call for n.
+func (e *engine) launch(ctx context.Context, n *node, results chan<- done) {
+	n.inFlight = true
 	n.attempts++
-	e.mu.Lock()
-	n.state = StateDeleting
-	e.mu.Unlock()
-	res := e.o.Delete(ctx, n.r, Attempt{N: n.attempts, Polling: n.accepted, Progress: func(msg string) {
-		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleting, Message: msg, Attempt: n.attempts})
-	}})
+	if !n.accepted {
+		e.report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleting, Attempt: n.attempts})
+	}
+	e.setState(n, StateDeleting, n.reason)
+	r, a := n.r, Attempt{N: n.attempts, Polling: n.accepted}
+	a.Progress = func(msg string) {
+		e.report(sdk.SweepEvent{Resource: r, State: sdk.SweepDeleting, Message: msg, Attempt: a.N})
+	}
+	e.calls++
+	go func() { results <- done{n: n, res: e.o.Delete(ctx, r, a)} }()
+}
+
+// apply records a finished call and reports it.
+func (e *engine) apply(ctx context.Context, d done) {
+	n, res := d.n, d.res
+	n.inFlight = false
+	now := time.Now()
 	if ctx.Err() != nil && res.Outcome != Deleted && res.Outcome != Gone {
 		// Interrupted mid-call: what the call achieved is unknown.
-		e.mu.Lock()
-		n.state, n.reason = StateWaiting, "interrupted during its deletion call"
-		e.mu.Unlock()
-		return false
+		e.setState(n, StateWaiting, "interrupted during its deletion call")
+		return
 	}
-	e.mu.Lock()
-	n.blocked = res.Outcome == Blocked
-	n.notBefore = time.Time{}
-	if res.RetryAfter > 0 {
-		n.notBefore = time.Now().Add(res.RetryAfter)
-	}
-	e.mu.Unlock()
+	n.due = time.Time{}
 	switch res.Outcome {
 	case Deleted, Gone:
 		msg := res.Message
@@ -532,21 +545,40 @@ func (e *engine) attempt(ctx context.Context, n *node, report func(sdk.SweepEven
 			}
 		}
 		e.setState(n, StateDeleted, msg)
-		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleted, Message: msg, Attempt: n.attempts})
-		return true
+		e.progressed()
+		e.report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepDeleted, Message: msg, Attempt: n.attempts})
+		return
 	case InProgress:
-		n.accepted = true
+		if !n.accepted {
+			n.accepted = true
+			n.poll.reset() // just accepted: look again soon
+		}
+		n.due = now.Add(n.poll.next())
 		e.setState(n, StateWaiting, res.Message)
-		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepRetrying, Message: res.Message, Attempt: n.attempts})
-		return true
+		e.progressed()
+		e.report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepRetrying, Message: res.Message, Attempt: n.attempts})
 	case Blocked:
+		n.idle++
+		n.due = now.Add(n.poll.next())
 		e.setState(n, StateWaiting, res.Message)
-		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepRetrying, Message: res.Message, Attempt: n.attempts})
-		return false
+		e.report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepRetrying, Message: res.Message, Attempt: n.attempts})
 	default:
 		e.setState(n, StateFailed, res.Message)
-		report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepFailed, Message: res.Message, Attempt: n.attempts})
-		return false
+		e.report(sdk.SweepEvent{Resource: n.r, State: sdk.SweepFailed, Message: res.Message, Attempt: n.attempts})
+		return
+	}
+	if res.RetryAfter > 0 {
+		if t := now.Add(res.RetryAfter); t.After(n.due) {
+			n.due = t
+		}
+	}
+}
+
+// progressed gives every blocked resource its attempts back: something
+// was deleted or is being deleted, which may be what blocked them.
+func (e *engine) progressed() {
+	for _, n := range e.plan {
+		n.idle = 0
 	}
 }
 
@@ -563,10 +595,17 @@ func (e *engine) finish() error {
 			continue
 		}
 		reason := n.reason
+		if dep := firstOpenDep(n); dep != nil {
+			if dep.state == StateFailed {
+				reason = "its dependency " + dep.key + " could not be deleted"
+			} else {
+				reason = "waiting for " + dep.key
+			}
+		}
 		if reason == "" {
 			reason = "blocked by resources that are still there"
 		}
-		msg := fmt.Sprintf("left after %d passes without progress: %s", e.o.MaxIdlePasses, reason)
+		msg := fmt.Sprintf("left after %d attempts in a row without progress: %s", e.o.MaxIdlePasses, reason)
 		if e.timedOut {
 			msg = "left when the sweep's time ran out: " + reason
 		}
@@ -578,10 +617,10 @@ func (e *engine) finish() error {
 	return nil
 }
 
-func (e *engine) report() Report {
+func (e *engine) summary() Report {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := Report{Passes: e.passes, TimedOut: e.timedOut}
+	r := Report{Calls: e.calls, TimedOut: e.timedOut}
 	for _, n := range e.skipped {
 		r.Entries = append(r.Entries, Entry{Resource: n.r, State: StateSkipped, Message: n.reason})
 	}
