@@ -1,8 +1,9 @@
 // Package jsoncloud is the example third-party provider of docs/plugins.md:
 // a small fake cloud whose resources live in a JSON file (JSONCLOUD_STATE).
 // It shows every part of a provider: Describe, Configure, a read-only
-// Preflight, a teardown policy, streamed Discover, and a Sweep that deletes
-// only its scope, in dependency order, and honours dry-run. The plugin main
+// Preflight, a teardown policy, streamed Discover, and a Sweep on the SDK's
+// engine that deletes only its scope, in dependency order, and honours
+// dry-run. The plugin main
 // is ../krops-provider-jsoncloud.
 package jsoncloud
 
@@ -14,9 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/sweep"
 )
 
 // state is the fake cloud: everything it holds.
@@ -52,6 +55,8 @@ type provider struct {
 	clusters  []string
 	// delay slows Discover down per resource, to show streaming.
 	delay time.Duration
+	// mu serialises the engine's parallel deletions on the state file.
+	mu sync.Mutex
 }
 
 func (p *provider) Describe(context.Context) (sdk.Description, error) {
@@ -149,84 +154,55 @@ func toSDK(r resource) sdk.Resource {
 	}
 }
 
-// Sweep deletes the scope in passes: each pass deletes every resource whose
-// dependencies are gone; it stops when the scope is empty or after
-// MaxIdlePasses passes without progress.
+// Sweep runs on the SDK's engine (package sweep), which owns the order,
+// the passes, concurrency, limits and events. The provider supplies only a
+// fresh inventory and how to delete one resource.
 func (p *provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sdk.SweepEvent) error) error {
+	_, err := sweep.Run(ctx, req, emit, sweep.Options{Inventory: p.inventory, Delete: p.deleteOne, PollInterval: -1})
+	return err
+}
+
+// inventory is what Discover would report, keyed by kind/id.
+func (p *provider) inventory(context.Context) (map[string]sdk.Resource, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	st, err := p.load()
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%w: %v", sdk.ErrUnknownState, err)
 	}
-	inScope := map[string]sdk.Resource{}
-	for _, r := range req.Scope {
-		inScope[r.ID] = r
-	}
-	exists := map[string]bool{}
+	out := map[string]sdk.Resource{}
 	for _, r := range st.Resources {
-		exists[r.ID] = true
-	}
-	for _, r := range req.Scope {
-		if !exists[r.ID] {
-			if err := emit(sdk.SweepEvent{Resource: r, State: sdk.SweepSkipped, Message: "already gone"}); err != nil {
-				return err
-			}
-			delete(inScope, r.ID)
-			continue
-		}
-		if err := emit(sdk.SweepEvent{Resource: r, State: sdk.SweepPlanned}); err != nil {
-			return err
+		if slices.Contains(p.clusters, r.Tags[clusterTag]) && !slices.Contains(st.FailingKinds, r.Kind) {
+			out[r.Kind+"/"+r.ID] = toSDK(r)
 		}
 	}
-	if req.DryRun {
-		return nil
+	return out, nil
+}
+
+// deleteOne removes one resource from the state file, unless something it
+// depends on is still there (the engine orders the scope; this catches
+// dependencies outside it).
+func (p *provider) deleteOne(_ context.Context, r sdk.Resource, _ sweep.Attempt) sweep.Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, err := p.load()
+	if err != nil {
+		return sweep.Result{Outcome: sweep.Failed, Message: err.Error()}
 	}
-	maxIdle := req.MaxIdlePasses
-	if maxIdle <= 0 {
-		maxIdle = 3
+	i := slices.IndexFunc(st.Resources, func(x resource) bool { return x.Kind == r.Kind && x.ID == r.ID })
+	if i < 0 {
+		return sweep.Result{Outcome: sweep.Gone}
 	}
-	for idle := 0; len(inScope) > 0 && idle < maxIdle; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		progress := false
-		for _, r := range st.Resources {
-			sr, ok := inScope[r.ID]
-			if !ok {
-				continue
-			}
-			blocked := slices.ContainsFunc(r.DependsOn, func(id string) bool { return exists[id] })
-			if blocked {
-				if err := emit(sdk.SweepEvent{Resource: sr, State: sdk.SweepRetrying, Message: "waiting for its dependencies"}); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := emit(sdk.SweepEvent{Resource: sr, State: sdk.SweepDeleting}); err != nil {
-				return err
-			}
-			exists[r.ID] = false
-			delete(inScope, r.ID)
-			progress = true
-			if err := emit(sdk.SweepEvent{Resource: sr, State: sdk.SweepDeleted}); err != nil {
-				return err
-			}
-		}
-		st.Resources = slices.DeleteFunc(st.Resources, func(r resource) bool { return !exists[r.ID] })
-		if err := p.save(st); err != nil {
-			return err
-		}
-		if progress {
-			idle = 0
-		} else {
-			idle++
+	for _, dep := range st.Resources[i].DependsOn {
+		if slices.ContainsFunc(st.Resources, func(x resource) bool { return x.ID == dep }) {
+			return sweep.Result{Outcome: sweep.Blocked, Message: "waiting for " + dep + ", which is outside the scope"}
 		}
 	}
-	for _, r := range inScope {
-		if err := emit(sdk.SweepEvent{Resource: r, State: sdk.SweepFailed, Message: "still blocked by resources outside the scope"}); err != nil {
-			return err
-		}
+	st.Resources = slices.Delete(st.Resources, i, i+1)
+	if err := p.save(st); err != nil {
+		return sweep.Result{Outcome: sweep.Failed, Message: err.Error()}
 	}
-	return nil
+	return sweep.Result{Outcome: sweep.Deleted}
 }
 
 func (p *provider) load() (*state, error) {
