@@ -17,6 +17,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/kropsdev/krops/plugins/sdk v0.0.0
 	github.com/kropsdev/krops/tools/kit v0.0.0
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 )
 
 require (
@@ -123,3 +124,5 @@ replace (
 	github.com/kropsdev/krops/plugins/sdk => ../sdk
 	github.com/kropsdev/krops/tools/kit => ../../tools/kit
 )
+
+replace github.com/kropsdev/krops/tools/testenv => ../../tools/testenv

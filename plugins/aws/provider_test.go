@@ -21,7 +21,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/plugins/sdk/sdkconformance"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 func TestMain(m *testing.M) { sdktest.Main(m) }

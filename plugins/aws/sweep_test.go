@@ -16,7 +16,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 type swept struct {

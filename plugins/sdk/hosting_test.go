@@ -164,3 +164,19 @@ func TestCloseKillsThePluginsChildren(t *testing.T) {
 		t.Errorf("the plugin's child %d survived Close", child)
 	}
 }
+
+// KillPlugins (a second Ctrl-C) kills every plugin's group at once, without
+// the graceful close that Close tries first.
+func TestKillPluginsKillsEveryGroupAtOnce(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "child.pid")
+	env := append(withMode("child"), "TESTPLUGIN_PIDFILE="+pidfile)
+	c, err := load(t, "testplugin", testPlugin(t), sdk.LoadOptions{BaseEnv: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := pidFrom(t, pidfile)
+	sdk.KillPlugins()
+	if !gone(child, 2*time.Second) || !gone(c.PID(), 2*time.Second) {
+		t.Errorf("after KillPlugins: plugin %d alive %v, child %d alive %v", c.PID(), procfs.Alive(c.PID()), child, procfs.Alive(child))
+	}
+}

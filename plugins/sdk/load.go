@@ -147,23 +147,27 @@ func Load(ctx context.Context, name string, o LoadOptions) (*Client, error) {
 		cfg.SkipHostEnv = true
 	}
 	pc := plugin.NewClient(cfg)
-	rpcClient, err := startPlugin(ctx, pc, started)
+	kill := func() {
+		pc.Kill()
+		launches.Delete(started)
+	}
+	rpcClient, err := startPlugin(ctx, pc, started, kill)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &StartError{Plugin: name, Path: path, Err: fmt.Errorf("interrupted during the handshake: %w", ctx.Err())}
 		}
 		err = explainStart(err, versions, started.runner())
-		pc.Kill()
+		kill()
 		return nil, &StartError{Plugin: name, Path: path, Err: err}
 	}
 	raw, err := rpcClient.Dispense(pluginName)
 	if err != nil {
-		pc.Kill()
+		kill()
 		return nil, &StartError{Plugin: name, Path: path, Err: err}
 	}
-	c, err := newClient(name, path, raw.(pb.ProviderClient), pc.Kill)
+	c, err := newClient(name, path, raw.(pb.ProviderClient), kill)
 	if err != nil {
-		pc.Kill()
+		kill()
 		return nil, err
 	}
 	c.desc.ProtocolVersion = pc.NegotiatedVersion()
@@ -182,7 +186,7 @@ func CleanupClients() { plugin.CleanupClients() }
 // startPlugin starts the plugin and waits for its handshake, or for ctx: an
 // interrupt kills the plugin's group at once instead of waiting out the
 // start timeout.
-func startPlugin(ctx context.Context, pc *plugin.Client, l *launch) (plugin.ClientProtocol, error) {
+func startPlugin(ctx context.Context, pc *plugin.Client, l *launch, kill func()) (plugin.ClientProtocol, error) {
 	type result struct {
 		c   plugin.ClientProtocol
 		err error
@@ -203,7 +207,7 @@ func startPlugin(ctx context.Context, pc *plugin.Client, l *launch) (plugin.Clie
 		case <-done:
 		case <-time.After(2 * pipeGrace):
 		}
-		go pc.Kill()
+		go kill()
 		return nil, ctx.Err()
 	}
 }

@@ -50,6 +50,20 @@ type groupRunner struct {
 	state   *os.ProcessState
 }
 
+// launches are the plugins this process started, for KillPlugins: a
+// process-wide list like go-plugin's own list of managed clients.
+var launches sync.Map // *launch -> struct{}
+
+// KillPlugins kills the process group of every plugin this process
+// started, at once and without the graceful close CleanupClients tries
+// first: for a forced exit (a second Ctrl-C), where nothing may wait.
+func KillPlugins() {
+	launches.Range(func(k, _ any) bool {
+		k.(*launch).stop()
+		return true
+	})
+}
+
 // launch hands the runner go-plugin creates back to Load, which needs it to
 // stop a handshake on interrupt and to explain a plugin that died early.
 type launch struct {
@@ -59,6 +73,7 @@ type launch struct {
 }
 
 func (l *launch) set(r *groupRunner) {
+	launches.Store(l, struct{}{})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.r = r

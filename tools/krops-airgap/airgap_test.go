@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 const bootstrapTOML = `

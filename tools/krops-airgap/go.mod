@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/kropsdev/krops/tools/kit v0.0.0
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 	k8s.io/apimachinery v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
@@ -97,3 +98,5 @@ require (
 replace github.com/kropsdev/krops/tools/kit => ../kit
 
 replace github.com/kropsdev/krops/plugins/sdk => ../../plugins/sdk
+
+replace github.com/kropsdev/krops/tools/testenv => ../testenv

@@ -97,7 +97,7 @@ func check(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	return airgap.Check(airgap.CheckOptions{Layout: layout, Config: conf, Release: c.Bool("release"), Out: c.App.Writer})
+	return airgap.Check(airgap.CheckOptions{Layout: layout, Config: conf, Release: c.Bool("release"), Out: c.App.Writer, Printer: cli.Printer(c, c.App.Writer)})
 }
 
 func pin(c *ucli.Context) error {
@@ -110,7 +110,7 @@ func pin(c *ucli.Context) error {
 	}
 	return airgap.Pin(c.Context, airgap.PinOptions{
 		Layout: layout, Resolver: airgap.RegistryResolver{Insecure: c.Bool("insecure")},
-		Refresh: c.Bool("refresh"), DryRun: c.Bool("dry-run"), Concurrency: c.Int("concurrency"), Out: c.App.Writer,
+		Refresh: c.Bool("refresh"), DryRun: c.Bool("dry-run"), Concurrency: c.Int("concurrency"), Out: c.App.Writer, Printer: cli.Printer(c, c.App.Writer),
 	})
 }
 
@@ -133,6 +133,6 @@ func configArtifact(c *ucli.Context) error {
 	}
 	return airgap.Config(c.Context, airgap.ConfigOptions{
 		Root: conf.Root, Paths: c.StringSlice("path"), SyncPath: c.String("sync-path"), Ref: ref,
-		Source: c.String("source"), Revision: c.String("revision"), Insecure: c.Bool("insecure"), Out: c.App.Writer,
+		Source: c.String("source"), Revision: c.String("revision"), Insecure: c.Bool("insecure"), Out: c.App.Writer, Printer: cli.Printer(c, c.App.Writer),
 	})
 }

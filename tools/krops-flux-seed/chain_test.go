@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/kit/testenv"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // chainConfig is a bootstrap.toml whose local-host follows a chain made for

@@ -6,6 +6,7 @@ require (
 	filippo.io/age v1.3.2
 	github.com/google/go-containerregistry v0.22.1
 	github.com/kropsdev/krops/tools/kit v0.0.0
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 	helm.sh/helm/v4 v4.3.2
 	k8s.io/api v0.37.2
@@ -162,3 +163,5 @@ replace (
 	github.com/kropsdev/krops/plugins/sdk => ../../plugins/sdk
 	github.com/kropsdev/krops/tools/kit => ../kit
 )
+
+replace github.com/kropsdev/krops/tools/testenv => ../testenv

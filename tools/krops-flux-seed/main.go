@@ -18,7 +18,6 @@ import (
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
-	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedconfig"
 )
@@ -76,7 +75,7 @@ appear in output. docs/flux-seed.md has the details.`,
 				Flags: []ucli.Flag{&ucli.StringFlag{Name: "ref", Usage: "push to `REGISTRY/REPOSITORY:TAG` instead of REGISTRY_HOST:REGISTRY_PORT/OCI_REPOSITORY:OCI_TAG"}}},
 		},
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
 }
 
 func check(c *ucli.Context) (*seedconfig.Checked, error) {
@@ -92,10 +91,12 @@ func preflightAction(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	out := cli.Printer(c, c.App.Writer)
 	if ch.Sel.Environment.Sync == seed.SyncGitHub {
-		fmt.Fprintf(c.App.Writer, "✔ GitHub branch %s at %s\n✔ age key %s\n", ch.Sel.Config.Bootstrap.GitBranch, ch.Revision, ch.Age.Public)
+		out.Successf("GitHub branch %s at %s", ch.Sel.Config.Bootstrap.GitBranch, ch.Revision)
+		out.Successf("age key %s", ch.Age.Public)
 	} else {
-		fmt.Fprintf(c.App.Writer, "✔ sync = %s: nothing to check before seeding\n", ch.Sel.Environment.Sync)
+		out.Successf("sync = %s: nothing to check before seeding", ch.Sel.Environment.Sync)
 	}
 	return nil
 }
@@ -112,7 +113,7 @@ func publishAction(c *ucli.Context) error {
 	if ref == "" {
 		ref = seedconfig.LocalRef(sel)
 	}
-	return seedconfig.Publish(c.Context, sel, ref, ui.New(ui.Options{Out: c.App.ErrWriter}))
+	return seedconfig.Publish(c.Context, sel, ref, cli.Printer(c, c.App.ErrWriter))
 }
 
 func seedAction(c *ucli.Context) error {
@@ -121,7 +122,7 @@ func seedAction(c *ucli.Context) error {
 		return err
 	}
 	sel := ch.Sel
-	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
+	prog := cli.Printer(c, c.App.ErrWriter)
 	home, _ := os.UserHomeDir()
 	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
 	if err != nil {

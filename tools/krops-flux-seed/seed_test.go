@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/kit/testenv"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // The whole seed of local-host through the binary: the chart installed by

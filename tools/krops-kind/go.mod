@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/kropsdev/krops/plugins/sdk v0.0.0
 	github.com/kropsdev/krops/tools/kit v0.0.0
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -109,3 +110,5 @@ replace (
 	github.com/kropsdev/krops/plugins/sdk => ../../plugins/sdk
 	github.com/kropsdev/krops/tools/kit => ../kit
 )
+
+replace github.com/kropsdev/krops/tools/testenv => ../testenv

@@ -65,7 +65,7 @@ over with a warning. docs/kind.md has the details.`,
 			{Name: "preflight", Usage: "check the engine, its socket, KUBECONFIG, the node image and the provider's preflight; changes nothing", ArgsUsage: "[ENV]", Action: preflight},
 		},
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
 }
 
 // setup is what every command reads.
@@ -81,7 +81,7 @@ func load(c *ucli.Context) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
+	prog := cli.Printer(c, c.App.ErrWriter)
 	ks, err := kindsetup.Load(c.Context, sel, prog, c.App.Writer)
 	if err != nil {
 		return nil, err
@@ -222,6 +222,7 @@ func preflight(c *ucli.Context) error {
 	}
 	var failed []string
 	reported := map[string]bool{}
+	out := cli.Printer(c, c.App.Writer)
 	check := func(name string, err error, ok string) {
 		// The provider may check the same thing (the docker provider checks
 		// the engine too): say it once.
@@ -231,10 +232,10 @@ func preflight(c *ucli.Context) error {
 		reported[name] = true
 		if err != nil {
 			failed = append(failed, name)
-			fmt.Fprintf(c.App.Writer, "✗ %s: %v\n", name, err)
+			out.Failuref("%s: %v", name, err)
 			return
 		}
-		fmt.Fprintf(c.App.Writer, "✔ %s: %s\n", name, ok)
+		out.Successf("%s: %s", name, ok)
 	}
 	if s.EngineErr != nil {
 		check("container engine", s.EngineNeeded(), "")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/kit/lock"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // The tests run the real krops-kind binary with the real docker plugin. No
@@ -120,6 +120,33 @@ func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.dir, "kube")); err == nil {
 		t.Error("preflight created the kubeconfig directory")
+	}
+}
+
+// --log-format json turns the same checks into JSON records, one per
+// line, each naming its intent; the text symbols do not appear.
+func TestPreflightInJSON(t *testing.T) {
+	f := setup(t)
+	r := f.run(t, nil, "--log-format", "json", "preflight")
+	if r.Code != 2 {
+		t.Fatalf("exit %d, want 2:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	intents := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var rec struct{ Level, Msg, Intent string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON line: %q\n%s", line, r.Stdout)
+		}
+		intents[rec.Intent]++
+		if rec.Intent == "failure" && (rec.Level != "ERROR" || !strings.HasPrefix(rec.Msg, "container engine: ")) {
+			t.Errorf("failure record: %+v", rec)
+		}
+	}
+	if intents["failure"] != 1 || intents["success"] < 2 {
+		t.Errorf("intents %v, want one failure and the successes", intents)
+	}
+	if strings.ContainsAny(r.Stdout, "✔✗") {
+		t.Errorf("text symbols in JSON output:\n%s", r.Stdout)
 	}
 }
 

@@ -6,6 +6,7 @@ require (
 	github.com/kropsdev/krops/plugins/aws v0.0.0
 	github.com/kropsdev/krops/plugins/sdk v0.0.0
 	github.com/kropsdev/krops/tools/kit v0.0.0
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 )
 
@@ -128,3 +129,5 @@ replace (
 	github.com/kropsdev/krops/plugins/sdk => ../../plugins/sdk
 	github.com/kropsdev/krops/tools/kit => ../kit
 )
+
+replace github.com/kropsdev/krops/tools/testenv => ../testenv

@@ -49,7 +49,7 @@ ENV is the environment (KROPS_PROFILE wins when set; default: bootstrap.default-
 		},
 		Action: action,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
 }
 
 func action(c *ucli.Context) error {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

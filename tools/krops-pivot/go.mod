@@ -3,6 +3,7 @@ module github.com/kropsdev/krops/tools/krops-pivot
 go 1.26.0
 
 require (
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 	sigs.k8s.io/cluster-api v1.14.2
 )
@@ -281,3 +282,5 @@ replace github.com/kropsdev/krops/plugins/sdk => ../../plugins/sdk
 replace github.com/kropsdev/krops/tools/krops-flux-seed => ../krops-flux-seed
 
 replace github.com/kropsdev/krops/tools/krops-kind => ../krops-kind
+
+replace github.com/kropsdev/krops/tools/testenv => ../testenv

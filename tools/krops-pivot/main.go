@@ -25,7 +25,6 @@ import (
 	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
-	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/helmrelease"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedconfig"
@@ -83,7 +82,7 @@ management cluster to work around a failure: providers treat that as deprovision
 		},
 		Action: pivotAction,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
 }
 
 // answers returns a client of the cluster when its API server answers
@@ -129,7 +128,7 @@ func pivotAction(c *ucli.Context) error {
 		fmt.Fprintf(c.App.Writer, "BOOTSTRAP_PIVOT is not 1: stopping on kind. `task pivot ENV=%s` pivots later.\n", sel.Environment.Name)
 		return nil
 	}
-	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
+	prog := cli.Printer(c, c.App.ErrWriter)
 	home, _ := os.UserHomeDir()
 	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
 	if err != nil {

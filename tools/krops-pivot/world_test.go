@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/kit/testenv"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // world is one pivot's surroundings: "kind" and "target", two real

@@ -6,6 +6,7 @@ require (
 	github.com/kropsdev/krops/plugins/aws v0.0.0-00010101000000-000000000000
 	github.com/kropsdev/krops/plugins/sdk v0.0.0
 	github.com/kropsdev/krops/tools/kit v0.0.0
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 )
 
@@ -196,3 +197,5 @@ replace (
 replace github.com/kropsdev/krops/tools/krops-flux-seed => ../krops-flux-seed
 
 replace github.com/kropsdev/krops/tools/krops-kind => ../krops-kind
+
+replace github.com/kropsdev/krops/tools/testenv => ../testenv

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/procfs"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // The hostile user's cases, through the real krops-sweep binary. The

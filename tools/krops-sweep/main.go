@@ -13,7 +13,6 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
-	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
 	"github.com/kropsdev/krops/tools/krops-sweep/internal/cloudsweep"
 )
@@ -58,7 +57,7 @@ something in scope is still there afterwards, or the sweep was interrupted (reru
 			if err != nil {
 				return err
 			}
-			lk, err := kindsetup.Hold(sel.Config.Bootstrap.KindCluster, sel.Knobs.RunID, ui.New(ui.Options{Out: c.App.ErrWriter}))
+			lk, err := kindsetup.Hold(sel.Config.Bootstrap.KindCluster, sel.Knobs.RunID, cli.Printer(c, c.App.ErrWriter))
 			if err != nil {
 				return err
 			}
@@ -92,7 +91,7 @@ has the details.`,
 		Commands: []*ucli.Command{cloud},
 		Action:   teardownAction,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.CleanupClients})
+	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
 }
 
 func sweep(c *ucli.Context, sel *cli.Selected) error {
@@ -105,7 +104,7 @@ func sweep(c *ucli.Context, sel *cli.Selected) error {
 	defer cancel()
 	_, err := cloudsweep.Run(ctx, cloudsweep.Options{
 		Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, DryRun: c.Bool("dry-run"), MaxIdlePasses: c.Int("max-idle-passes"),
-		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
+		Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Printer: cli.Printer(c, c.App.Writer), Verbose: c.Bool("verbose"),
 	})
 	return err
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // The tests run the real krops-sweep binary with the real aws and docker

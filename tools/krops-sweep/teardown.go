@@ -15,7 +15,6 @@ import (
 	"github.com/kropsdev/krops/tools/kit/engine"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
-	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/helmrelease"
 	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
 	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
@@ -32,7 +31,7 @@ func teardownAction(c *ucli.Context) error {
 	if format != "text" && format != "json" {
 		return cli.Usagef("--output %q: want text or json", format)
 	}
-	prog := ui.New(ui.Options{Out: c.App.ErrWriter})
+	prog := cli.Printer(c, c.App.ErrWriter)
 	// Two teardowns, or a teardown and a bootstrap or pivot, of one kind
 	// cluster never run at once.
 	lk, err := kindsetup.Hold(sel.Config.Bootstrap.KindCluster, sel.Knobs.RunID, prog)
@@ -138,7 +137,7 @@ func teardownAction(c *ucli.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, sel.Knobs.ClusterDeleteTimeout)
 			defer cancel()
 			_, err := cloudsweep.Run(ctx, cloudsweep.Options{Config: sel.Config, Environment: sel.Environment, Lookup: sel.Lookup, DryRun: dryRun,
-				MaxIdlePasses: c.Int("max-idle-passes"), Stdout: c.App.ErrWriter, Stderr: c.App.ErrWriter, Verbose: c.Bool("verbose"), AfterKubernetes: true})
+				MaxIdlePasses: c.Int("max-idle-passes"), Stdout: c.App.ErrWriter, Stderr: c.App.ErrWriter, Printer: prog, Verbose: c.Bool("verbose"), AfterKubernetes: true})
 			return err
 		}
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/kit/configartifact"
 	"github.com/kropsdev/krops/tools/kit/lock"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 var clusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.4
 	github.com/kropsdev/krops/tools/kit v0.0.0
+	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -98,3 +99,5 @@ require (
 replace github.com/kropsdev/krops/tools/kit => ../kit
 
 replace github.com/kropsdev/krops/plugins/sdk => ../../plugins/sdk
+
+replace github.com/kropsdev/krops/tools/testenv => ../testenv

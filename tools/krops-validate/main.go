@@ -61,7 +61,7 @@ func run(c *ucli.Context) error {
 		}
 		results = append(results, r)
 	}
-	failed := validate.Print(c.App.Writer, results)
+	failed := validate.Print(cli.Printer(c, c.App.Writer), results)
 	if failed > 0 {
 		return errors.New(fmt.Sprint(failed, " checks failed"))
 	}

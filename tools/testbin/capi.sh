@@ -30,4 +30,7 @@ if [[ ! -x "$dest/capi-manager" || ! -f "$dest/webhooks.yaml" || ! -x "$dest/clu
 	echo "built the Cluster API core manager in $((SECONDS - start)) s" >&2
 fi
 
+# Plain `go test` finds the binaries through this file when KROPS_CAPI_BIN is unset
+# (kit/testenv reads it).
+printf '%s\n' "$dest" > "$cache_root/KROPS_CAPI_BIN"
 echo "$dest"

@@ -42,4 +42,7 @@ if [[ ! -x "$dest/flux-operator" || ! -d "$dest/data/flux" ]]; then
 	echo "built the Flux Operator in $((SECONDS - start)) s" >&2
 fi
 
+# Plain `go test` finds the binaries through this file when KROPS_FLUX_OPERATOR_BIN is unset
+# (kit/testenv reads it).
+printf '%s\n' "$dest" > "$cache_root/KROPS_FLUX_OPERATOR_BIN"
 echo "$dest"

@@ -30,4 +30,7 @@ if [[ ! -x "$dest/source-controller" || ! -x "$dest/kustomize-controller" ]]; th
 	echo "built the Flux controllers in $((SECONDS - start)) s" >&2
 fi
 
+# Plain `go test` finds the binaries through this file when KROPS_FLUX_BIN is unset
+# (kit/testenv reads it).
+printf '%s\n' "$dest" > "$cache_root/KROPS_FLUX_BIN"
 echo "$dest"

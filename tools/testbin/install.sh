@@ -49,4 +49,7 @@ if [[ "$("$dest/etcd" --version 2>/dev/null || true)" != *"etcd Version: ${etcd_
 	echo "built etcd in $((SECONDS - start)) s" >&2
 fi
 
+# Plain `go test` finds the binaries through this file when KUBEBUILDER_ASSETS is unset
+# (kit/testenv reads it).
+printf '%s\n' "$dest" > "$cache_root/KUBEBUILDER_ASSETS"
 echo "$dest"

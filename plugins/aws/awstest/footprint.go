@@ -28,7 +28,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	kropsconfig "github.com/kropsdev/krops/tools/kit/config"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // Account is moto's default account.

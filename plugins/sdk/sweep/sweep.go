@@ -163,13 +163,13 @@ var ErrNoDelete = errors.New("sweep: Options.Delete is required")
 
 // node is one resource in the deletion graph.
 type node struct {
-	r         sdk.Resource
-	key       string
-	deps      []*node // in-scope resources that must be gone first
-	state     State
-	attempts  int
-	accepted  bool // an asynchronous deletion was accepted
-	inFlight  bool
+	r        sdk.Resource
+	key      string
+	deps     []*node // in-scope resources that must be gone first
+	state    State
+	attempts int
+	accepted bool // an asynchronous deletion was accepted
+	inFlight bool
 	// due is the end of the pause before the next attempt (poll, backoff,
 	// RetryAfter).
 	due  time.Time

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/tools/kit/config"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // repoRoot is the repository root relative to this package.

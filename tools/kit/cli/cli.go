@@ -17,6 +17,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
 // Exit codes, the same for every binary.
@@ -177,6 +178,21 @@ func New(o Options) *ucli.App {
 		}
 	}
 	return app
+}
+
+// Printer is the binary's printer on w (the app's ErrWriter for progress,
+// its Writer for results), in the format --log-format chose: plain lines or
+// a spinner for text, one JSON record per event for json.
+func Printer(c *ucli.Context, w io.Writer) *ui.Progress {
+	o := ui.Options{Out: w}
+	if c.String("log-format") == "json" {
+		level := slog.LevelInfo
+		if c.Bool("verbose") {
+			level = slog.LevelDebug
+		}
+		o.JSON = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	}
+	return ui.New(o)
 }
 
 // Logger returns the logger configured by -v and --log-format.

@@ -11,7 +11,7 @@ import (
 	fluxoci "github.com/fluxcd/pkg/oci"
 
 	"github.com/kropsdev/krops/tools/kit/configartifact"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 func writeTree(t *testing.T, files map[string]string) string {

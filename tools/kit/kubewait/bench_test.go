@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kropsdev/krops/tools/kit/kubewait"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // BenchmarkReadinessDetection measures the time from a condition turning

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kropsdev/krops/tools/kit/configartifact"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 var kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}

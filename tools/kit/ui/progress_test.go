@@ -3,7 +3,10 @@ package ui
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +77,51 @@ func TestSpinnerEndsWithTheDoneLine(t *testing.T) {
 	}
 	if strings.Count(got, "✔") != 1 {
 		t.Errorf("exactly one end line: %q", got)
+	}
+}
+
+// With a JSON logger every event is a record naming its intent, and the
+// same calls print nothing else.
+func TestJSONModeEmitsOneRecordPerEvent(t *testing.T) {
+	var out, rec bytes.Buffer
+	p := New(Options{Out: &out, Now: fakeClock(time.Second), JSON: slog.New(slog.NewJSONHandler(&rec, nil))})
+	_ = p.Step(context.Background(), "publish", func(context.Context) error { return nil })
+	_ = p.Wait(context.Background(), "flux-system Ready", func(context.Context) error { return errors.New("timed out") })
+	p.Successf("pushed %s", "oci://x")
+	p.Warnf("slow")
+	p.Failuref("left: %d", 2)
+	if out.Len() != 0 {
+		t.Errorf("JSON mode printed lines too: %q", out.String())
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(rec.String()), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		got = append(got, fmt.Sprintf("%v|%v|%v|%v", r["level"], r["msg"], r["intent"], r["step"]))
+	}
+	want := []string{
+		"INFO|step started|action|publish", "INFO|step done|action|publish",
+		"INFO|step started|waiting|flux-system Ready", "ERROR|step failed|waiting|flux-system Ready",
+		"INFO|pushed oci://x|success|<nil>", "WARN|slow|warning|<nil>", "ERROR|left: 2|failure|<nil>",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestIntentLinesInPlainMode(t *testing.T) {
+	var out bytes.Buffer
+	off := false
+	p := New(Options{Out: &out, Terminal: &off})
+	p.Successf("a")
+	p.Failuref("b")
+	p.Retryf("c")
+	p.Actionf("d")
+	p.Warnf("e")
+	p.Infof("f")
+	if want := "✔ a\n✗ b\n↻ c\n• d\n! e\n  f\n"; out.String() != want {
+		t.Errorf("%q, want %q", out.String(), want)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kropsdev/krops/tools/kit/runmeta"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 func apiServer(t *testing.T, name string) (*testenv.Cluster, kubernetes.Interface) {

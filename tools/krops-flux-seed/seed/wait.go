@@ -36,7 +36,7 @@ func waitChain(ctx context.Context, o Options, kc kubernetes.Interface, dyn dyna
 	for _, k := range o.Wait {
 		targets = append(targets, kustomization(o.Namespace, k))
 	}
-	err := p.Step(ctx, fmt.Sprintf("waiting for Flux to take over (up to %s)", o.WaitTimeout), func(ctx context.Context) error {
+	err := p.Wait(ctx, fmt.Sprintf("waiting for Flux to take over (up to %s)", o.WaitTimeout), func(ctx context.Context) error {
 		return follow(ctx, o, kc, dyn, o.WaitTimeout, targets...)
 	})
 	if err != nil {
@@ -55,7 +55,7 @@ func waitChain(ctx context.Context, o Options, kc kubernetes.Interface, dyn dyna
 // Kustomization. One deadline covers both.
 func waitWorkload(ctx context.Context, o Options, kc kubernetes.Interface, dyn dynamic.Interface, cluster string) error {
 	p := o.Progress
-	return p.Step(ctx, fmt.Sprintf("waiting for workload cluster %s's Flux (up to %s)", cluster, o.WaitTimeout), func(ctx context.Context) error {
+	return p.Wait(ctx, fmt.Sprintf("waiting for workload cluster %s's Flux (up to %s)", cluster, o.WaitTimeout), func(ctx context.Context) error {
 		// The deadline is kept here, not in ctx: kubewait tells its own
 		// timeout (which names what blocks) from the caller's cancel.
 		deadline := time.Now().Add(o.WaitTimeout)

@@ -146,7 +146,7 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 	if timeout == 0 {
 		timeout = DefaultHealthTimeout
 	}
-	if err := o.Progress.Step(ctx, fmt.Sprintf("waiting for every node of %s to be Ready (up to %s)", o.Name, timeout), func(ctx context.Context) error {
+	if err := o.Progress.Wait(ctx, fmt.Sprintf("waiting for every node of %s to be Ready (up to %s)", o.Name, timeout), func(ctx context.Context) error {
 		err := waitHealthy(ctx, cl, timeout)
 		if err != nil && exists {
 			return fmt.Errorf("%w: %s exists but %v; rebuild it with `krops-kind up %s --recreate`", ErrUnhealthy, o.Name, err, o.Environment)

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
-	"github.com/kropsdev/krops/tools/kit/testenv"
 	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 const image = "docker.io/kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"

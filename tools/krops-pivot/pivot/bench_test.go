@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/kit/testenv"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
 	"github.com/kropsdev/krops/tools/krops-pivot/pivot"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // objectsPerCluster is what graph() makes for each Cluster.

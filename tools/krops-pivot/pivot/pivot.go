@@ -199,7 +199,7 @@ func (r *run) connectTarget() error {
 // waitMgmtCluster waits for Flux to create the management Cluster on kind.
 func (r *run) waitMgmtCluster(ctx context.Context) error {
 	t := kubewait.Target{Resource: clustersGVR, Kind: "Cluster", Namespace: r.o.Namespace, Name: r.o.MgmtCluster, Exists: true}
-	return r.o.Progress.Step(ctx, fmt.Sprintf("management Cluster %s/%s on kind (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
+	return r.o.Progress.Wait(ctx, fmt.Sprintf("management Cluster %s/%s on kind (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
 		err := kubewait.All(ctx, kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout}, t)
 		return r.withFluxState(ctx, err, "Flux has not created it")
 	})
@@ -209,7 +209,7 @@ func (r *run) waitMgmtCluster(ctx context.Context) error {
 // that means "reachable" for every provider.
 func (r *run) waitKubeconfigSecret(ctx context.Context) error {
 	t := kubewait.Target{Resource: secretsGVR, Kind: "Secret", Namespace: r.o.Namespace, Name: r.o.MgmtCluster + "-kubeconfig", Exists: true}
-	return r.o.Progress.Step(ctx, fmt.Sprintf("kubeconfig Secret %s/%s-kubeconfig (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
+	return r.o.Progress.Wait(ctx, fmt.Sprintf("kubeconfig Secret %s/%s-kubeconfig (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
 		err := kubewait.All(ctx, kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout}, t)
 		var te *kubewait.TimeoutError
 		if errors.As(err, &te) {

@@ -113,7 +113,7 @@ func (r *run) waitNodes(ctx context.Context) error {
 	if err := r.connectTarget(); err != nil {
 		return err
 	}
-	return r.o.Progress.Step(ctx, fmt.Sprintf("nodes of the management cluster (up to %s)", r.o.NodeTimeout), func(ctx context.Context) error {
+	return r.o.Progress.Wait(ctx, fmt.Sprintf("nodes of the management cluster (up to %s)", r.o.NodeTimeout), func(ctx context.Context) error {
 		wctx, cancel := context.WithTimeout(ctx, r.o.NodeTimeout)
 		defer cancel()
 		nodes := map[string]*corev1.Node{}
@@ -185,7 +185,7 @@ func (r *run) installProviders(ctx context.Context) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	return r.o.Progress.Step(ctx, fmt.Sprintf("%d providers Ready (up to %s)", len(targets), r.o.ProviderTimeout), func(ctx context.Context) error {
+	return r.o.Progress.Wait(ctx, fmt.Sprintf("%d providers Ready (up to %s)", len(targets), r.o.ProviderTimeout), func(ctx context.Context) error {
 		last := ""
 		return kubewait.All(ctx, kubewait.Options{Client: r.dst.dyn, Timeout: r.o.ProviderTimeout, OnChange: func(states []kubewait.State) {
 			line := kubewait.Summary(states)

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // slowDeletes is a STAND-IN for AWS's asynchronous deletions, which moto

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // scopeOf is what a host sends Sweep: everything Discover found.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/kit/imageinventory"
+	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/kit/zarfpkg"
 )
 
@@ -43,6 +44,8 @@ type CheckOptions struct {
 	// built and everything must be pinned and rendered.
 	Release bool
 	Out     io.Writer
+	// Printer receives the result lines; nil means plain lines on Out.
+	Printer *ui.Progress
 }
 
 // Check prints one line per finding and returns an error when any finding
@@ -83,9 +86,9 @@ func Check(o CheckOptions) error {
 		}
 		return fmt.Errorf("%s: %d %s in %s", name, failed, noun, o.Layout.Package())
 	case pending > 0:
-		fmt.Fprintf(o.Out, "✔ %s is consistent; %d items wait for the build machine (task airgap:pin, task airgap:providers)\n", name, pending)
+		o.printer().Successf("%s is consistent; %d items wait for the build machine (task airgap:pin, task airgap:providers)", name, pending)
 	default:
-		fmt.Fprintf(o.Out, "✔ %s is ready to build: %d images, all pinned\n", name, len(pkg.Images()))
+		o.printer().Successf("%s is ready to build: %d images, all pinned", name, len(pkg.Images()))
 	}
 	return nil
 }
@@ -101,3 +104,13 @@ func readInventory(path string) (*imageinventory.Inventory, error) {
 	}
 	return inv, nil
 }
+
+// printer is where result lines go: Printer, or plain lines on Out.
+func printerOf(p *ui.Progress, out io.Writer) *ui.Progress {
+	if p != nil {
+		return p
+	}
+	return ui.New(ui.Options{Out: out})
+}
+
+func (o CheckOptions) printer() *ui.Progress { return printerOf(o.Printer, o.Out) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kropsdev/krops/tools/kit/configartifact"
 	"github.com/kropsdev/krops/tools/kit/fluxbuild"
+	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
 // ConfigOptions says what goes into the config artifact and where it goes.
@@ -33,6 +34,8 @@ type ConfigOptions struct {
 	Insecure         bool
 	Transport        http.RoundTripper
 	Out              io.Writer
+	// Printer receives the result lines; nil means plain lines on Out.
+	Printer *ui.Progress
 }
 
 // Config builds the config artifact, proves it self-contained, and pushes
@@ -50,7 +53,7 @@ func Config(ctx context.Context, o ConfigOptions) error {
 	if err != nil {
 		return fmt.Errorf("config artifact is not self-contained (packed: %s): %w; add the missing directory to the packed paths", strings.Join(o.Paths, ", "), err)
 	}
-	fmt.Fprintf(o.Out, "✔ config artifact %s: %d files; %s and the %d paths it names build from the artifact alone\n", a.Digest, a.Files, o.SyncPath, len(built)-1)
+	o.printer().Successf("config artifact %s: %d files; %s and the %d paths it names build from the artifact alone", a.Digest, a.Files, o.SyncPath, len(built)-1)
 	if o.Ref == "" {
 		return nil
 	}
@@ -58,7 +61,7 @@ func Config(ctx context.Context, o ConfigOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "✔ pushed %s (%s)\n", o.Ref, pinned)
+	o.printer().Successf("pushed %s (%s)", o.Ref, pinned)
 	return nil
 }
 
@@ -143,3 +146,4 @@ func buildClosure(fs filesys.FileSystem, dir string) ([]string, error) {
 	}
 	return order, nil
 }
+func (o ConfigOptions) printer() *ui.Progress { return printerOf(o.Printer, o.Out) }

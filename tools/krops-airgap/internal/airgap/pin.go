@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kropsdev/krops/tools/kit/imageinventory"
+	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/kit/zarfpkg"
 )
 
@@ -69,6 +70,8 @@ type PinOptions struct {
 	// Concurrency bounds the registry requests in flight (default 8).
 	Concurrency int
 	Out         io.Writer
+	// Printer receives the result lines; nil means plain lines on Out.
+	Printer *ui.Progress
 }
 
 type resolution struct {
@@ -104,7 +107,7 @@ func Pin(ctx context.Context, o PinOptions) error {
 			fmt.Fprintf(o.Out, "✘ %s: %v\n", e.Image, r.err)
 			continue
 		case e.Pending:
-			fmt.Fprintf(o.Out, "✔ %s pinned to %s\n", e.Image, r.digest)
+			o.printer().Successf("%s pinned to %s", e.Image, r.digest)
 		case e.Digest == r.digest:
 			fmt.Fprintf(o.Out, "= %s unchanged\n", e.Image)
 			continue
@@ -190,3 +193,4 @@ func writeFile(path string, b []byte) error {
 	}
 	return nil
 }
+func (o PinOptions) printer() *ui.Progress { return printerOf(o.Printer, o.Out) }

@@ -16,16 +16,20 @@ import (
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
+	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
 // Options describe one sweep.
 type Options struct {
-	Config         *config.Config
-	Environment    *config.Environment
-	Lookup         config.Lookup
-	DryRun         bool
-	MaxIdlePasses  int
+	Config        *config.Config
+	Environment   *config.Environment
+	Lookup        config.Lookup
+	DryRun        bool
+	MaxIdlePasses int
+	// Stdout receives the plan and the summary; Printer the events (nil:
+	// plain lines on Stdout).
 	Stdout, Stderr io.Writer
+	Printer        *ui.Progress
 	Verbose        bool
 	// AfterKubernetes: the full teardown runs this sweep after the
 	// Kubernetes side, so the provider's "cloud-only" permission does not
@@ -47,7 +51,10 @@ var ErrLeft = errors.New("resources in scope are still there")
 // cannot or may not sweep, unknown state (3) when the cloud could not be
 // read, failure (1) when something is left.
 func Run(ctx context.Context, o Options) (Summary, error) {
-	out := o.Stdout
+	out, pr := o.Stdout, o.Printer
+	if pr == nil {
+		pr = ui.New(ui.Options{Out: out})
+	}
 	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
 	if err != nil {
 		return Summary{}, err
@@ -74,13 +81,13 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	scope := inv.scope
-	fmt.Fprintf(out, "✔ account %s, regions %s\n", inv.account, strings.Join(inv.regions, ", "))
+	pr.Successf("account %s, regions %s", inv.account, strings.Join(inv.regions, ", "))
 	for _, sus := range inv.suspects {
-		fmt.Fprintf(out, "- not touched (suspect, not ours by evidence): %s\n", describe(sus))
+		pr.Skippedf("not touched (suspect, not ours by evidence): %s", describe(sus))
 	}
-	fmt.Fprintf(out, "• %s: %d resources in scope\n", o.Environment.Name, len(scope))
+	pr.Actionf("%s: %d resources in scope", o.Environment.Name, len(scope))
 	if len(scope) == 0 {
-		fmt.Fprintln(out, "✔ nothing to sweep")
+		pr.Successf("nothing to sweep")
 		return Summary{Left: map[string]string{}}, nil
 	}
 	if o.DryRun {
@@ -103,12 +110,12 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		case sdk.SweepDeleting:
 			inFlight[name] = true
 			if e.Message != "" {
-				fmt.Fprintf(out, "• deleting %s: %s\n", name, e.Message)
+				pr.Actionf("deleting %s: %s", name, e.Message)
 			} else {
-				fmt.Fprintf(out, "• deleting %s\n", name)
+				pr.Actionf("deleting %s", name)
 			}
 		case sdk.SweepRetrying:
-			fmt.Fprintf(out, "↻ %s: %s\n", name, e.Message)
+			pr.Retryf("%s: %s", name, e.Message)
 		case sdk.SweepDeleted:
 			s.Deleted++
 			delete(s.Left, name)
@@ -117,14 +124,14 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			if e.Message != "" {
 				msg = " (" + e.Message + ")"
 			}
-			fmt.Fprintf(out, "✔ deleted %s%s\n", name, msg)
+			pr.Successf("deleted %s%s", name, msg)
 		case sdk.SweepSkipped:
 			s.Skipped++
-			fmt.Fprintf(out, "- skipped %s: %s\n", name, e.Message)
+			pr.Skippedf("skipped %s: %s", name, e.Message)
 		case sdk.SweepFailed:
 			delete(inFlight, name)
 			s.Left[name] = e.Message
-			fmt.Fprintf(out, "✗ %s: %s\n", name, e.Message)
+			pr.Failuref("%s: %s", name, e.Message)
 		}
 		return nil
 	})
@@ -135,7 +142,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return s, unknown(err)
 	}
 	if o.DryRun {
-		fmt.Fprintf(out, "✔ dry run: %d resources would be deleted; nothing was changed\n", s.Planned)
+		pr.Successf("dry run: %d resources would be deleted; nothing was changed", s.Planned)
 		return s, nil
 	}
 	// A NotFound counted as deleted, and a deletion reported finished, are

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kropsdev/krops/tools/kit/testenv"
 	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // BenchmarkAbsenceDetection measures the time from the last finalizer's

@@ -388,7 +388,7 @@ func (r *run) deleteClusters(ctx context.Context) error {
 		r.clustersGone = true
 		return nil
 	}
-	return r.o.Progress.Step(ctx, fmt.Sprintf("deleting Clusters %s (up to %s)", strings.Join(doomed, ", "), r.o.ClusterTimeout), func(ctx context.Context) error {
+	return r.o.Progress.Wait(ctx, fmt.Sprintf("deleting Clusters %s (up to %s)", strings.Join(doomed, ", "), r.o.ClusterTimeout), func(ctx context.Context) error {
 		var wait []target
 		for _, name := range doomed {
 			r.plan("delete Cluster %s/%s and wait until Cluster API has removed it", r.o.Namespace, name)

@@ -1,26 +1,25 @@
 package validate
 
 import (
-	"fmt"
-	"io"
+	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
-// Print writes one line per check, its problems and notes, and returns how
+// Print reports one line per check, its problems and notes, and returns how
 // many checks failed.
-func Print(w io.Writer, results []Result) int {
+func Print(p *ui.Progress, results []Result) int {
 	failed := 0
 	for _, r := range results {
 		if r.OK() {
-			fmt.Fprintf(w, "✔ %s\n", r.Check)
+			p.Successf("%s", r.Check)
 		} else {
 			failed++
-			fmt.Fprintf(w, "✗ %s: %d problems\n", r.Check, len(r.Problems))
-			for _, p := range r.Problems {
-				fmt.Fprintf(w, "    %s: %s\n", p.Where, p.Message)
+			p.Failuref("%s: %d problems", r.Check, len(r.Problems))
+			for _, pr := range r.Problems {
+				p.Infof("  %s: %s", pr.Where, pr.Message)
 			}
 		}
 		for _, n := range r.Notes {
-			fmt.Fprintf(w, "  · %s\n", n)
+			p.Infof("· %s", n)
 		}
 	}
 	return failed

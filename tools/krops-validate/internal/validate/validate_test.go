@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kropsdev/krops/tools/kit/config"
-	"github.com/kropsdev/krops/tools/kit/testenv"
+	"github.com/kropsdev/krops/tools/testenv"
 )
 
 // fixture is a small repository that passes every check; each test breaks
@@ -339,9 +339,11 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 // The schema check against a real API server with the pinned CRDs.
 func TestSchemaAgainstARealAPIServer(t *testing.T) {
 	testenv.Integration(t)
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+	assets := testenv.Testbin("KUBEBUILDER_ASSETS")
+	if assets == "" {
 		testenv.Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", testenv.HowToGetAPIServer)
 	}
+	t.Setenv("KUBEBUILDER_ASSETS", assets) // Schema starts its own API server from there
 	in := load(t, fixture())
 	r, err := Schema(context.Background(), in.Objects)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // HowToGetClusterAPI is the hint shown when the Cluster API manager is missing.
-const HowToGetClusterAPI = "run `tools/testbin/capi.sh` and set KROPS_CAPI_BIN to the directory it prints, or run the tests through `tools/task.sh test`"
+const HowToGetClusterAPI = "run `tools/task.sh testbin` once (plain `go test` then finds the binaries), or set KROPS_CAPI_BIN to the directory tools/testbin/capi.sh prints"
 
 // RunClusterAPI starts the Cluster API core manager (KROPS_CAPI_BIN, built
 // by tools/testbin/capi.sh) against c with the ClusterTopology and MachinePool gates on, and

@@ -21,7 +21,7 @@ import (
 var quietControllerRuntime sync.Once
 
 // HowToGetAPIServer is the hint shown when KUBEBUILDER_ASSETS is unset.
-const HowToGetAPIServer = "run `tools/task.sh testbin` and set KUBEBUILDER_ASSETS to the directory it prints, or run the tests through `tools/task.sh test`"
+const HowToGetAPIServer = "run `tools/task.sh testbin` once (plain `go test` then finds the binaries), or set KUBEBUILDER_ASSETS to the directory tools/testbin/install.sh prints"
 
 // Cluster is one running kube-apiserver + etcd.
 type Cluster struct {
@@ -57,7 +57,7 @@ type ClusterOptions struct {
 func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
 	Integration(t)
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	assets := Testbin("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
 	}

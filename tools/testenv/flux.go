@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,10 +22,10 @@ import (
 )
 
 // HowToGetFlux is the hint shown when the Flux controllers are missing.
-const HowToGetFlux = "run `tools/testbin/flux.sh` and set KROPS_FLUX_BIN to the directory it prints, or run the tests through `tools/task.sh test`"
+const HowToGetFlux = "run `tools/task.sh testbin` once (plain `go test` then finds the binaries), or set KROPS_FLUX_BIN to the directory tools/testbin/flux.sh prints"
 
 // HowToGetFluxOperator is the hint shown when the Flux Operator is missing.
-const HowToGetFluxOperator = "run `tools/testbin/flux-operator.sh` and set KROPS_FLUX_OPERATOR_BIN to the directory it prints, or run the tests through `tools/task.sh test`"
+const HowToGetFluxOperator = "run `tools/task.sh testbin` once (plain `go test` then finds the binaries), or set KROPS_FLUX_OPERATOR_BIN to the directory tools/testbin/flux-operator.sh prints"
 
 // Controllers are real controllers running as processes against a Cluster.
 type Controllers struct {
@@ -94,9 +95,37 @@ func RunFluxOperator(t testing.TB, c *Cluster) *Controllers {
 func binDir(t testing.TB, envVar, what, how string) string {
 	t.Helper()
 	Integration(t)
-	dir := os.Getenv(envVar)
+	dir := Testbin(envVar)
 	if dir == "" {
 		Missing(t, what+" ("+envVar+")", how)
+	}
+	return dir
+}
+
+// Testbin is the directory a tools/testbin script built for key
+// (KUBEBUILDER_ASSETS, KROPS_FLUX_BIN, KROPS_FLUX_OPERATOR_BIN,
+// KROPS_CAPI_BIN): the environment variable when set, else the path the
+// script recorded in its cache, so plain `go test` finds the binaries after
+// `task testbin`. Empty when neither exists.
+func Testbin(key string) string {
+	if dir := os.Getenv(key); dir != "" {
+		return dir
+	}
+	root := os.Getenv("KROPS_TESTBIN_CACHE")
+	if root == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		root = filepath.Join(cache, "krops", "testbin")
+	}
+	b, err := os.ReadFile(filepath.Join(root, key))
+	if err != nil {
+		return ""
+	}
+	dir := strings.TrimSpace(string(b))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
 	}
 	return dir
 }
