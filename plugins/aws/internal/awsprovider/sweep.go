@@ -35,10 +35,8 @@ func (p *Provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sd
 		poll = -1 // this provider's zero means no pause; the engine's, its default
 	}
 	_, err := sweep.Run(ctx, req, emit, sweep.Options{
-		Inventory: p.inventory,
-		Delete: func(ctx context.Context, r sdk.Resource, a sweep.Attempt) sweep.Result {
-			return p.deleteOne(ctx, r, a.Polling, a.N, a.Progress)
-		},
+		Inventory:    p.inventory,
+		Delete:       p.deleteOne,
 		Concurrency:  concurrency,
 		FirstPoll:    p.o.FirstPoll,
 		PollInterval: poll,

@@ -1,0 +1,62 @@
+package awsprovider
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/sweep"
+)
+
+// KindNATGateway is a NAT gateway inside one of our VPCs. Its deletion is
+// asynchronous: accepted, then polled until the gateway is deleted.
+const KindNATGateway = "nat-gateway"
+
+func init() {
+	register(kind{name: KindNATGateway, inVPC: listNATGateways, remove: removeNATGateway})
+}
+
+func listNATGateways(ctx context.Context, c *ec2.Client, vpcID string) ([]vpcItem, error) {
+	var out []vpcItem
+	pages := ec2.NewDescribeNatGatewaysPaginator(c, &ec2.DescribeNatGatewaysInput{Filter: []ec2types.Filter{filter("vpc-id", vpcID), filter("state", "pending", "available", "deleting")}})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range page.NatGateways {
+			it := itemIn(vpcID, KindNATGateway, aws.ToString(n.NatGatewayId), n.Tags)
+			it.res.CreatedAt = n.CreateTime
+			it.subnet = aws.ToString(n.SubnetId)
+			for _, a := range n.NatGatewayAddresses {
+				if a.AllocationId != nil {
+					it.eips = append(it.eips, *a.AllocationId)
+				}
+			}
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func removeNATGateway(ctx context.Context, p *Provider, r sdk.Resource, a sweep.Attempt) sweep.Result {
+	c, err := p.c.ec2(ctx, p.regionOf(r))
+	if err != nil {
+		return failedClient(err)
+	}
+	if a.Polling {
+		out, err := c.DescribeNatGateways(ctx, &ec2.DescribeNatGatewaysInput{NatGatewayIds: []string{r.ID}})
+		if err != nil {
+			return classify(err, deleted)
+		}
+		if len(out.NatGateways) == 0 || out.NatGateways[0].State == ec2types.NatGatewayStateDeleted {
+			return deleted
+		}
+		return result(sweep.InProgress, "NAT gateway "+string(out.NatGateways[0].State))
+	}
+	_, err = c.DeleteNatGateway(ctx, &ec2.DeleteNatGatewayInput{NatGatewayId: aws.String(r.ID)})
+	return classify(err, result(sweep.InProgress, "deletion accepted"))
+}
