@@ -13,25 +13,8 @@ import (
 	"github.com/kropsdev/krops/tools/testenv"
 )
 
-const bootstrapTOML = `
-[bootstrap]
-default-environment = "demo"
-[charts]
-flux-operator = "0.61.0"
-cert-manager = "1.21.2"
-capi-operator = "0.29.0"
-[environments.demo]
-provider = "docker"
-sync = "oci"
-sync-path = "mgmt/demo"
-mgmt-cluster = "demo-management"
-mgmt-ready-timeout = "15m"
-infra-provider-namespace = "x"
-infra-provider-name = "x"
-provider-manifests = ["x.yaml"]
-[environments.demo.teardown]
-capi-workloads = ["demo-workload"]
-`
+var bootstrapTOML = testenv.BootstrapTOML(testenv.Env{Name: "demo", Provider: "docker",
+	Tables: "[environments.demo.teardown]\ncapi-workloads = [\"demo-workload\"]"})
 
 // fixture is a repository with an air-gap directory whose images live in a
 // real OCI registry on loopback.

@@ -24,6 +24,12 @@ func main() {
 }
 
 func run(args []string) int {
+	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{})
+}
+
+// newApp is the command line: what run parses, and what docs/cli.md
+// renders (TestCLIDocIsCurrent).
+func newApp() *ucli.App {
 	insecure := &ucli.BoolFlag{Name: "insecure", Usage: "allow plain HTTP to registries that are not on loopback (loopback always uses HTTP)"}
 	app := cli.New(cli.Options{
 		Name:  "krops-airgap",
@@ -77,7 +83,7 @@ pushed to REF (default ` + airgap.ConfigRepository + `:local-host, the build mac
 			},
 		},
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{})
+	return app
 }
 
 func load(c *ucli.Context) (*config.Config, airgap.Layout, error) {

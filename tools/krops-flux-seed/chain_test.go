@@ -24,28 +24,12 @@ import (
 // chainConfig is a bootstrap.toml whose local-host follows a chain made for
 // the test machine: two management Kustomizations, then a workload
 // cluster's own flux-system.
-const chainConfig = `[bootstrap]
-default-environment = "local-host"
-
-[charts]
-flux-operator = "0.61.0"
-cert-manager = "1.21.2"
-capi-operator = "0.29.0"
-
-[environments.local-host]
-provider = "docker"
-sync = "oci"
-sync-path = "mgmt/local-host"
-mgmt-cluster = "local-management"
-mgmt-ready-timeout = "15m"
-infra-provider-namespace = "capd-system"
-infra-provider-name = "docker"
-provider-manifests = ["mgmt/local-host/providers.yaml"]
-
-[environments.local-host.seed]
-wait = ["apps", "clusters"]
-workloads = ["local-workload"]
-`
+var chainConfig = testenv.BootstrapTOML(func() testenv.Env {
+	e := testenv.LocalHost()
+	e.ProviderManifests = []string{"mgmt/local-host/providers.yaml"}
+	e.Tables = "[environments.local-host.seed]\nwait = [\"apps\", \"clusters\"]\nworkloads = [\"local-workload\"]"
+	return e
+}())
 
 func ksYAML(name, path, dependsOn string) string {
 	deps := ""

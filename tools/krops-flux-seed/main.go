@@ -38,6 +38,12 @@ var knobs = []string{
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
 	defer sdk.CleanupClients()
+	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+}
+
+// newApp is the command line: what run parses, and what docs/cli.md
+// renders (TestCLIDocIsCurrent).
+func newApp() *ucli.App {
 	seedFlags := []ucli.Flag{
 		&ucli.StringFlag{Name: "context", Usage: "kubeconfig context of the cluster to seed (default: the kind cluster's context)"},
 		&ucli.StringFlag{Name: "copy-run-from", Usage: "copy the krops-run ConfigMap exactly from `KUBECONFIG[:CONTEXT]` instead of writing new run metadata"},
@@ -75,7 +81,7 @@ appear in output. docs/flux-seed.md has the details.`,
 				Flags: []ucli.Flag{&ucli.StringFlag{Name: "ref", Usage: "push to `REGISTRY/REPOSITORY:TAG` instead of REGISTRY_HOST:REGISTRY_PORT/OCI_REPOSITORY:OCI_TAG"}}},
 		},
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+	return app
 }
 
 func check(c *ucli.Context) (*seedconfig.Checked, error) {

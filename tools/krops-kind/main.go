@@ -37,6 +37,14 @@ var knobs = []string{
 }
 
 func run(args []string) int {
+	// Every exit path kills the plugins this process started.
+	defer sdk.CleanupClients()
+	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+}
+
+// newApp is the command line: what run parses, and what docs/cli.md
+// renders (TestCLIDocIsCurrent).
+func newApp() *ucli.App {
 	defer sdk.CleanupClients()
 	app := cli.New(cli.Options{
 		Name:      "krops-kind",
@@ -65,7 +73,7 @@ over with a warning. docs/kind.md has the details.`,
 			{Name: "preflight", Usage: "check the engine, its socket, KUBECONFIG, the node image and the provider's preflight; changes nothing", ArgsUsage: "[ENV]", Action: preflight},
 		},
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+	return app
 }
 
 // setup is what every command reads.

@@ -41,23 +41,7 @@ type fixture struct {
 	env      []string
 }
 
-const toml = `
-[bootstrap]
-default-environment = "local-host"
-[charts]
-flux-operator = "0.61.0"
-cert-manager = "1.21.2"
-capi-operator = "0.29.0"
-[environments.local-host]
-provider = "docker"
-sync = "oci"
-sync-path = "mgmt/local-host"
-mgmt-cluster = "local-management"
-mgmt-ready-timeout = "15m"
-infra-provider-namespace = "capd-system"
-infra-provider-name = "docker"
-provider-manifests = ["x.yaml"]
-`
+var toml = testenv.BootstrapTOML(testenv.LocalHost())
 
 func setup(t *testing.T) fixture {
 	t.Helper()

@@ -24,6 +24,12 @@ func main() {
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
 	defer sdk.CleanupClients()
+	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+}
+
+// newApp is the command line: what run parses, and what docs/cli.md
+// renders (TestCLIDocIsCurrent).
+func newApp() *ucli.App {
 	app := cli.New(cli.Options{
 		Name:      "krops-orphans",
 		Usage:     "report krops cloud resources that are still there (read-only)",
@@ -49,7 +55,7 @@ ENV is the environment (KROPS_PROFILE wins when set; default: bootstrap.default-
 		},
 		Action: action,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+	return app
 }
 
 func action(c *ucli.Context) error {

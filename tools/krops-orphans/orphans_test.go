@@ -18,34 +18,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // real plugin subprocesses: the example jsoncloud provider (a fake cloud in
 // a JSON file, see docs/plugins.md) and the docker provider.
 
-const bootstrapTOML = `
-[bootstrap]
-default-environment = "demo"
-[charts]
-flux-operator = "0.61.0"
-cert-manager = "1.21.2"
-capi-operator = "0.29.0"
-[environments.demo]
-provider = "jsoncloud"
-sync = "oci"
-sync-path = "mgmt/demo"
-mgmt-cluster = "demo-management"
-mgmt-ready-timeout = "15m"
-infra-provider-namespace = "x"
-infra-provider-name = "x"
-provider-manifests = ["x.yaml"]
-[environments.demo.teardown]
-capi-workloads = ["demo-workload"]
-[environments.local-host]
-provider = "docker"
-sync = "oci"
-sync-path = "mgmt/local-host"
-mgmt-cluster = "local-management"
-mgmt-ready-timeout = "15m"
-infra-provider-namespace = "capd-system"
-infra-provider-name = "docker"
-provider-manifests = ["x.yaml"]
-`
+var bootstrapTOML = testenv.BootstrapTOML(testenv.Env{Name: "demo", Provider: "jsoncloud",
+	Tables: "[environments.demo.teardown]\ncapi-workloads = [\"demo-workload\"]"}, testenv.LocalHost())
 
 // The scan happens at 2026-11-30T12:00:00Z (--now).
 const cloud = `{"account": "demo-account", "resources": [

@@ -51,6 +51,12 @@ var knobs = []string{
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
 	defer sdk.CleanupClients()
+	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+}
+
+// newApp is the command line: what run parses, and what docs/cli.md
+// renders (TestCLIDocIsCurrent).
+func newApp() *ucli.App {
 	app := cli.New(cli.Options{
 		Name:      "krops-pivot",
 		Usage:     "hand the Cluster API inventory from kind to the management cluster, then delete kind",
@@ -82,7 +88,7 @@ management cluster to work around a failure: providers treat that as deprovision
 		},
 		Action: pivotAction,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+	return app
 }
 
 // answers returns a client of the cluster when its API server answers

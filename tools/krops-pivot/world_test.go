@@ -43,33 +43,20 @@ type world struct {
 	nodes         chan struct{} // closed: the stand-in kubelet registers a node
 }
 
-const worldConfig = `[bootstrap]
-default-environment = "local-host"
-
-[charts]
-flux-operator = "0.61.0"
-cert-manager = "1.21.2"
-capi-operator = "0.29.0"
-
-[environments.local-host]
-provider = "docker"
-sync = "oci"
-sync-path = "mgmt/local-host"
-mgmt-cluster = "local-management"
-mgmt-ready-timeout = "2m"
-infra-provider-namespace = "capd-system"
-infra-provider-name = "docker"
-provider-manifests = ["providers/namespaces.yaml", "providers/providers.yaml"]
-pivot-manifests = ["pivot/vars.yaml"]
-
-[environments.local-host.pivot-manifest-vars]
+var worldConfig = testenv.BootstrapTOML(func() testenv.Env {
+	e := testenv.LocalHost()
+	e.ReadyTimeout = "2m"
+	e.ProviderManifests = []string{"providers/namespaces.yaml", "providers/providers.yaml"}
+	e.Keys = []string{`pivot-manifests = ["pivot/vars.yaml"]`}
+	e.Tables = `[environments.local-host.pivot-manifest-vars]
 FROM_CONFIG = "set-in-bootstrap-toml"
 
 [[environments.local-host.move-fallbacks]]
 resource = "configmaps"
 name = "global-identity"
-manifest = "fallbacks/identity.yaml"
-`
+manifest = "fallbacks/identity.yaml"`
+	return e
+}())
 
 var providerKinds = []struct{ kind, name, ns, typ, inventory string }{
 	{"CoreProvider", "cluster-api", "capi-system", "CoreProvider", "cluster-api"},

@@ -27,6 +27,12 @@ func main() {
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
 	defer sdk.CleanupClients()
+	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+}
+
+// newApp is the command line: what run parses, and what docs/cli.md
+// renders (TestCLIDocIsCurrent).
+func newApp() *ucli.App {
 	knobs := []string{"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "AWS_ONLY", "KROPS_PLUGIN_DIR", "CLUSTER_DELETE_TIMEOUT", "PROVIDER_DELETE_TIMEOUT",
 		"FORCE_KIND_DELETE", "KUBECONFIG", "BOOTSTRAP_KUBECONTEXT", "KROPS_KIND_CLUSTER", "MGMT_KUBECONFIG", "KROPS_TOOLBOX",
 		"CONTAINER_ENGINE", "ENGINE_SOCK", "KROPS_RUN_ID"}
@@ -91,7 +97,7 @@ has the details.`,
 		Commands: []*ucli.Command{cloud},
 		Action:   teardownAction,
 	})
-	return cli.Run(context.Background(), app, args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+	return app
 }
 
 func sweep(c *ucli.Context, sel *cli.Selected) error {

@@ -19,17 +19,7 @@ import (
 // The tests run the real krops-sweep binary with the real aws and docker
 // plugin subprocesses, against moto through a fault proxy.
 
-const localHost = `
-[environments.local-host]
-provider = "docker"
-sync = "oci"
-sync-path = "mgmt/local-host"
-mgmt-cluster = "local-management"
-mgmt-ready-timeout = "15m"
-infra-provider-namespace = "capd-system"
-infra-provider-name = "docker"
-provider-manifests = ["x.yaml"]
-`
+var localHost = "\n" + testenv.LocalHost().TOML()
 
 type fixture struct {
 	dir, bin string

@@ -28,41 +28,13 @@ import (
 
 var clusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
 
-const teardownConfig = `[bootstrap]
-default-environment = "local-host"
-
-[charts]
-flux-operator = "0.61.0"
-cert-manager = "1.21.2"
-capi-operator = "0.29.0"
-
-[environments.local-host]
-provider = "docker"
-sync = "oci"
-sync-path = "mgmt/local-host"
-mgmt-cluster = "local-management"
-mgmt-ready-timeout = "15m"
-infra-provider-namespace = "capd-system"
-infra-provider-name = "docker"
-provider-manifests = ["x.yaml"]
-
-[environments.local-host.teardown]
-capi-workloads = ["local-workload"]
-mgmt-container-prefix = "local-management"
-
-[environments.azure]
-provider = "azure"
-sync = "github"
-sync-path = "mgmt/azure"
-mgmt-cluster = "swedencentral-management"
-mgmt-ready-timeout = "40m"
-infra-provider-namespace = "capz-system"
-infra-provider-name = "azure"
-provider-manifests = ["x.yaml"]
-
-[environments.azure.teardown]
-manual = "1. Delete the resource groups: az group delete --name <group> --yes"
-`
+var teardownConfig = testenv.BootstrapTOML(func() testenv.Env {
+	e := testenv.LocalHost()
+	e.Tables = "[environments.local-host.teardown]\ncapi-workloads = [\"local-workload\"]\nmgmt-container-prefix = \"local-management\""
+	return e
+}(), testenv.Env{Name: "azure", Provider: "azure", Sync: "github", MgmtCluster: "swedencentral-management", ReadyTimeout: "40m",
+	InfraNamespace: "capz-system", InfraName: "azure",
+	Tables: "[environments.azure.teardown]\nmanual = \"1. Delete the resource groups: az group delete --name <group> --yes\""})
 
 // teardownEngine is a STAND-IN for the docker CLI (no engine runs here):
 // it answers kind's listing of the "mgmt" cluster's node until `rm`

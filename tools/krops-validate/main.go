@@ -22,7 +22,13 @@ import (
 var version = "dev"
 
 func main() {
-	app := cli.New(cli.Options{
+	os.Exit(cli.Run(context.Background(), newApp(), os.Args, cli.RunOptions{}))
+}
+
+// newApp is the command line: what main parses, and what docs/cli.md
+// renders (TestCLIDocIsCurrent).
+func newApp() *ucli.App {
+	return cli.New(cli.Options{
 		Name:  "krops-validate",
 		Usage: "check the declarative trees before Flux sees them",
 		Description: `Prints one line per check, then each failure with its file and object. The schema check needs
@@ -35,7 +41,6 @@ leaves it out and says so.`,
 		},
 		Action: run,
 	})
-	os.Exit(cli.Run(context.Background(), app, os.Args, cli.RunOptions{}))
 }
 
 func run(c *ucli.Context) error {

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/kropsdev/krops/tools/kit/cli"
 )
 
 // BuildBinary builds the main package in dir (a `go build` package path,
@@ -86,3 +90,24 @@ func (b *Builds) Binary(t testing.TB, dir, name string) string {
 
 // Remove deletes the binaries.
 func (b *Builds) Remove() { _ = os.RemoveAll(b.dir) }
+
+// CLIDoc fails t when docs/cli.md's section for app is not what the app
+// renders (cli.Markdown), and rewrites it instead under KROPS_UPDATE_DOCS=1
+// (what `task docs` sets). page is the path of docs/cli.md from the test.
+func CLIDoc(t testing.TB, app *ucli.App, page string) {
+	t.Helper()
+	want := cli.Markdown(app)
+	if os.Getenv("KROPS_UPDATE_DOCS") == "1" {
+		if err := cli.WriteDocSection(page, app.Name, want); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := cli.DocSection(page, app.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("%s's section of %s is stale: run `tools/task.sh docs` and commit the result.\nwant:\n%s\ngot:\n%s", app.Name, page, want, got)
+	}
+}
