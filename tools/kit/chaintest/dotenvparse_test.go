@@ -126,3 +126,43 @@ func TestBadDotenvLinesAreRefusedLikeTask(t *testing.T) {
 		}
 	}
 }
+
+// mise installs only what a task needs: the air-gap tools (clusterctl,
+// zarf) are airgap:build's own, so `mise run teardown` and the other
+// lifecycle tasks, which install the current tool set, never fetch them.
+func TestMiseInstallsOnlyWhatATaskNeeds(t *testing.T) {
+	r := newRunner(t)
+	cmd := exec.Command(r.miseBin, "ls", "--current", "--json")
+	cmd.Dir, cmd.Env = r.dir, r.baseEnv
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mise ls --current: %v", err)
+	}
+	current := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &current); err != nil {
+		t.Fatalf("mise ls --current --json: %v\n%s", err, raw)
+	}
+	for _, airgapOnly := range []string{"clusterctl", "zarf"} {
+		if _, ok := current[airgapOnly]; ok {
+			t.Errorf("%s is in the base tool set: every task run would install it", airgapOnly)
+		}
+	}
+	for _, needed := range []string{"go", "task"} {
+		if _, ok := current[needed]; !ok {
+			t.Errorf("%s is missing from the base tool set", needed)
+		}
+	}
+	cmd = exec.Command(r.miseBin, "tasks", "info", "airgap:build", "--json")
+	cmd.Dir, cmd.Env = r.dir, r.baseEnv
+	raw, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("mise tasks info: %v", err)
+	}
+	var info struct{ Tools map[string]string }
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Tools["clusterctl"] == "" || info.Tools["zarf"] == "" {
+		t.Errorf("airgap:build's own tools: %v", info.Tools)
+	}
+}
