@@ -30,6 +30,7 @@ COPY . .
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH tools/scripts/build.sh "$VERSION"
+# renovate: datasource=go depName=github.com/go-task/task/v3
 # task, built from the module proxy at the version mise.toml pins.
 ARG TASK_VERSION=v3.54.0
 RUN --mount=type=cache,target=/root/go/pkg/mod \
@@ -39,6 +40,7 @@ RUN --mount=type=cache,target=/root/go/pkg/mod \
     && GOOS=$TARGETOS GOARCH=$TARGETARCH CGO_ENABLED=0 go build -trimpath -o /out/task github.com/go-task/task/v3/cmd/task
 
 FROM ${RUNTIME_IMAGE}
+# renovate: datasource=npm depName=@jdxcode/mise
 ARG MISE_VERSION=2026.9.15
 # docker-ce-cli would need Docker's apt repository; docker.io's client and
 # podman-remote come from Debian. npm installs mise, the way tools/task.sh does.

@@ -2,6 +2,7 @@
 # Runs the pinned go-task, installing it first when needed, so a fresh machine
 # with only Go can run `tools/task.sh test` (the README's test command).
 set -euo pipefail
+# renovate: datasource=go depName=github.com/go-task/task/v3
 TASK_VERSION=v3.54.0 # keep equal to mise.toml [tools] task
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-$TASK_VERSION"
 if [[ ! -x "$cache/task" ]]; then

@@ -13,6 +13,7 @@
 # Cold: about 6 min on 2 cores; cached: 0 s.
 set -euo pipefail
 
+# renovate: datasource=github-releases depName=controlplaneio-fluxcd/flux-operator
 version=v0.59.0
 module=github.com/controlplaneio-fluxcd/flux-operator
 authn_kubernetes=github.com/google/go-containerregistry/pkg/authn/kubernetes@v0.0.0-20250225234217-098045d5e61f
