@@ -47,32 +47,21 @@ type Summary struct {
 // ErrLeft means resources in scope are still there after the sweep.
 var ErrLeft = errors.New("resources in scope are still there")
 
-// Run sweeps. Exit codes follow from the error: usage (2) when the provider
-// cannot or may not sweep, unknown state (3) when the cloud could not be
-// read, failure (1) when something is left.
+// Run sweeps in five named steps: load the provider and check it may
+// sweep, discover the scope, report it, sweep it, and verify what is left.
+// Exit codes follow from the error: usage (2) when the provider cannot or
+// may not sweep, unknown state (3) when the cloud could not be read,
+// failure (1) when something is left.
 func Run(ctx context.Context, o Options) (Summary, error) {
-	out, pr := o.Stdout, o.Printer
-	if pr == nil {
-		pr = ui.New(ui.Options{Out: out})
+	r := &run{o: o, out: o.Stdout, pr: o.Printer}
+	if r.pr == nil {
+		r.pr = ui.New(ui.Options{Out: r.out})
 	}
-	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	c, err := r.loadSweeper(ctx)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer c.Close()
-	d := c.Description()
-	if !d.Has(sdk.CapSweep) {
-		return Summary{}, cli.Usagef("environment %s uses provider %s, which cannot sweep cloud resources (it lacks the %s capability); see its teardown policy", o.Environment.Name, c.Name, sdk.CapSweep)
-	}
-	if d.Has(sdk.CapTeardownPolicy) {
-		pol, err := c.TeardownPolicy(ctx)
-		if err != nil {
-			return Summary{}, err
-		}
-		if !pol.CloudOnlySweepAllowed && !o.AfterKubernetes {
-			return Summary{}, cli.Usagef("provider %s does not allow a cloud-only sweep of environment %s", c.Name, o.Environment.Name)
-		}
-	}
 	// No bootstrap preflight here: quotas and the like mean nothing to a
 	// teardown. Discover checks what a sweep needs (credentials, and the
 	// account against the allow-list) before it lists anything.
@@ -80,16 +69,74 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	scope := inv.scope
-	pr.Successf("account %s, regions %s", inv.account, strings.Join(inv.regions, ", "))
-	for _, sus := range inv.suspects {
-		pr.Skippedf("not touched (suspect, not ours by evidence): %s", describe(sus))
-	}
-	pr.Actionf("%s: %d resources in scope", o.Environment.Name, len(scope))
-	if len(scope) == 0 {
-		pr.Successf("nothing to sweep")
+	if !r.reportScope(inv) {
 		return Summary{Left: map[string]string{}}, nil
 	}
+	s, err := r.sweep(ctx, c, inv.scope)
+	if err != nil || o.DryRun {
+		return s, err
+	}
+	// A NotFound counted as deleted, and a deletion reported finished, are
+	// checked once more by a fresh discovery: the account is what counts.
+	if err := verify(ctx, c, inv.scope, s); err != nil {
+		return s, err
+	}
+	return s, r.summarize(s)
+}
+
+// run is one sweep's output and options.
+type run struct {
+	o   Options
+	out io.Writer
+	pr  *ui.Progress
+}
+
+// loadSweeper starts the environment's provider and checks that it can
+// sweep and that its teardown policy allows this sweep.
+func (r *run) loadSweeper(ctx context.Context) (*sdk.Client, error) {
+	o := r.o
+	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	if err != nil {
+		return nil, err
+	}
+	d := c.Description()
+	if !d.Has(sdk.CapSweep) {
+		c.Close()
+		return nil, cli.Usagef("environment %s uses provider %s, which cannot sweep cloud resources (it lacks the %s capability); see its teardown policy", o.Environment.Name, c.Name, sdk.CapSweep)
+	}
+	if d.Has(sdk.CapTeardownPolicy) {
+		pol, err := c.TeardownPolicy(ctx)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		if !pol.CloudOnlySweepAllowed && !o.AfterKubernetes {
+			c.Close()
+			return nil, cli.Usagef("provider %s does not allow a cloud-only sweep of environment %s", c.Name, o.Environment.Name)
+		}
+	}
+	return c, nil
+}
+
+// reportScope prints the account, the suspects left alone and the size of
+// the scope; false when there is nothing to sweep.
+func (r *run) reportScope(inv inventory) bool {
+	r.pr.Successf("account %s, regions %s", inv.account, strings.Join(inv.regions, ", "))
+	for _, sus := range inv.suspects {
+		r.pr.Skippedf("not touched (suspect, not ours by evidence): %s", describe(sus))
+	}
+	r.pr.Actionf("%s: %d resources in scope", r.o.Environment.Name, len(inv.scope))
+	if len(inv.scope) == 0 {
+		r.pr.Successf("nothing to sweep")
+		return false
+	}
+	return true
+}
+
+// sweep streams the provider's sweep of scope into the printer and the
+// summary. An interrupt reports what was deleted and what was in flight.
+func (r *run) sweep(ctx context.Context, c *sdk.Client, scope []sdk.Resource) (Summary, error) {
+	o, out, pr := r.o, r.out, r.pr
 	if o.DryRun {
 		fmt.Fprintln(out, "Plan (deletion order; --dry-run: nothing is changed):")
 	}
@@ -98,7 +145,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	// inFlight holds what the provider started deleting and has not
 	// reported finished: after an interrupt it is neither deleted nor left.
 	inFlight := map[string]bool{}
-	err = c.Sweep(ctx, sdk.SweepRequest{DryRun: o.DryRun, Scope: scope, MaxIdlePasses: o.MaxIdlePasses}, func(e sdk.SweepEvent) error {
+	err := c.Sweep(ctx, sdk.SweepRequest{DryRun: o.DryRun, Scope: scope, MaxIdlePasses: o.MaxIdlePasses}, func(e sdk.SweepEvent) error {
 		name := label(e.Resource)
 		switch e.State {
 		case sdk.SweepPlanned:
@@ -143,26 +190,25 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	if o.DryRun {
 		pr.Successf("dry run: %d resources would be deleted; nothing was changed", s.Planned)
-		return s, nil
-	}
-	// A NotFound counted as deleted, and a deletion reported finished, are
-	// checked once more by a fresh discovery: the account is what counts.
-	if err := verify(ctx, c, scope, s); err != nil {
-		return s, err
-	}
-	fmt.Fprintf(out, "Summary: %d deleted, %d skipped, %d left\n", s.Deleted, s.Skipped, len(s.Left))
-	if len(s.Left) > 0 {
-		var names []string
-		for n := range s.Left {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(out, "  left: %s: %s\n", n, s.Left[n])
-		}
-		return s, fmt.Errorf("%d %w; rerun `krops-sweep cloud %s` once the causes above are fixed", len(s.Left), ErrLeft, o.Environment.Name)
 	}
 	return s, nil
+}
+
+// summarize prints the counts and what is left, failing when anything is.
+func (r *run) summarize(s Summary) error {
+	fmt.Fprintf(r.out, "Summary: %d deleted, %d skipped, %d left\n", s.Deleted, s.Skipped, len(s.Left))
+	if len(s.Left) == 0 {
+		return nil
+	}
+	var names []string
+	for n := range s.Left {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(r.out, "  left: %s: %s\n", n, s.Left[n])
+	}
+	return fmt.Errorf("%d %w; rerun `krops-sweep cloud %s` once the causes above are fixed", len(s.Left), ErrLeft, r.o.Environment.Name)
 }
 
 func unknown(err error) error {
