@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -155,4 +156,82 @@ func LabelForMove(t testing.TB, ctx context.Context, c *Cluster) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// RunClusterAPIStack starts the Cluster API managers a cluster's whole
+// lifecycle needs, as real processes against c: core, kubeadm bootstrap,
+// kubeadm control plane, and CAPD with its in-memory backend (no Docker: a
+// DevCluster with backend.inMemory gets a fake API server and etcd inside
+// CAPD, which the real KCP and ClusterCache talk to on 127.0.0.1:20000+).
+// c must be started with Webhooks and the CAPICore and CAPD CRDs. Every
+// manager's defaulting and validating webhooks are registered.
+//
+// CAPD binds a fixed debug port (:19000), so one CAPD runs per machine at a
+// time: the stack takes a machine-wide lock, held until t's cleanup (tests
+// in other packages that need it wait their turn).
+func RunClusterAPIStack(t testing.TB, c *Cluster) *Controllers {
+	t.Helper()
+	dir := ClusterAPIBin(t)
+	for _, b := range []string{"kubeadm-bootstrap-manager", "kubeadm-control-plane-manager", "capd-manager"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			Missing(t, "the Cluster API "+b+" ("+dir+")", HowToGetClusterAPI)
+		}
+	}
+	if c.WebhookCertDir == "" {
+		t.Fatal("RunClusterAPIStack needs a Cluster started with ClusterOptions.Webhooks")
+	}
+	holdCAPDLock(t)
+	ctx := context.Background()
+	labelContracts(t, ctx, c)
+	type component struct{ name, bin, webhooks, prefix string }
+	comps := []component{
+		{"capi-manager", "capi-manager", "webhooks.yaml", "capi-"},
+		{"kubeadm-bootstrap", "kubeadm-bootstrap-manager", "kubeadm-bootstrap-webhooks.yaml", "capi-kubeadm-bootstrap-"},
+		{"kubeadm-control-plane", "kubeadm-control-plane-manager", "kubeadm-control-plane-webhooks.yaml", "capi-kubeadm-control-plane-"},
+		{"capd", "capd-manager", "capd-webhooks.yaml", "capd-"},
+	}
+	ports := map[string]int{}
+	var ctrls []controller
+	for _, comp := range comps {
+		webhookPort := port(t)
+		ports[comp.name] = webhookPort
+		diagnostics := "127.0.0.1:" + strconv.Itoa(port(t))
+		args := []string{"--leader-elect=false", "--diagnostics-address=" + diagnostics, "--insecure-diagnostics",
+			"--webhook-port=" + strconv.Itoa(webhookPort), "--webhook-cert-dir=" + c.WebhookCertDir,
+			"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields", "--v=2"}
+		if comp.name == "capi-manager" {
+			args = append(args, "--feature-gates=ClusterTopology=true,MachinePool=true")
+		}
+		ctl := controller{name: comp.name, bin: filepath.Join(dir, comp.bin), args: func(h string) []string {
+			return append([]string{"--health-addr=" + h}, args...)
+		}}
+		if comp.name == "capd" {
+			// The in-memory backend's fake API servers listen on this address.
+			ctl.env = []string{"POD_IP=127.0.0.1"}
+		}
+		ctrls = append(ctrls, ctl)
+	}
+	cs := run(t, c, ctrls)
+	for _, comp := range comps {
+		registerWebhooks(t, ctx, c, filepath.Join(dir, comp.webhooks), comp.prefix, "https://127.0.0.1:"+strconv.Itoa(ports[comp.name]))
+	}
+	return cs
+}
+
+// holdCAPDLock takes the machine-wide CAPD lock for t, waiting for it.
+func holdCAPDLock(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "krops-testenv-capd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	// Registered before run's cleanup, so it runs after CAPD has stopped.
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
 }
