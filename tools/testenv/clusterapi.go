@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -180,7 +181,7 @@ func RunClusterAPIStack(t testing.TB, c *Cluster) *Controllers {
 	if c.WebhookCertDir == "" {
 		t.Fatal("RunClusterAPIStack needs a Cluster started with ClusterOptions.Webhooks")
 	}
-	holdCAPDLock(t)
+	release := holdCAPDLock(t)
 	ctx := context.Background()
 	labelContracts(t, ctx, c)
 	type component struct{ name, bin, webhooks, prefix string }
@@ -212,14 +213,16 @@ func RunClusterAPIStack(t testing.TB, c *Cluster) *Controllers {
 		ctrls = append(ctrls, ctl)
 	}
 	cs := run(t, c, ctrls)
+	cs.afterStop = release
 	for _, comp := range comps {
 		registerWebhooks(t, ctx, c, filepath.Join(dir, comp.webhooks), comp.prefix, "https://127.0.0.1:"+strconv.Itoa(ports[comp.name]))
 	}
 	return cs
 }
 
-// holdCAPDLock takes the machine-wide CAPD lock for t, waiting for it.
-func holdCAPDLock(t testing.TB) {
+// holdCAPDLock takes the machine-wide CAPD lock, waiting for it, and
+// returns its release; t's cleanup releases it too (at most once).
+func holdCAPDLock(t testing.TB) func() {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "krops-testenv-capd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -229,9 +232,14 @@ func holdCAPDLock(t testing.TB) {
 		f.Close()
 		t.Fatal(err)
 	}
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			f.Close()
+		})
+	}
 	// Registered before run's cleanup, so it runs after CAPD has stopped.
-	t.Cleanup(func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
+	t.Cleanup(release)
+	return release
 }

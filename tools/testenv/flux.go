@@ -32,6 +32,21 @@ type Controllers struct {
 	// Namespace is where they run (RUNTIME_NAMESPACE), flux-system.
 	Namespace string
 	logs      map[string]*proc.Buffer
+	stopOnce  sync.Once
+	cmds      []*exec.Cmd
+	// afterStop runs once the processes are gone (releasing a lock).
+	afterStop func()
+}
+
+// Stop stops the controllers now (t's cleanup would otherwise), for a test
+// that moves on to other controllers, such as a pivot's target.
+func (c *Controllers) Stop() {
+	c.stopOnce.Do(func() {
+		stopAll(c.cmds)
+		if c.afterStop != nil {
+			c.afterStop()
+		}
+	})
 }
 
 // Logs returns what the named controller printed so far.
@@ -148,7 +163,6 @@ func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
 	if err := c.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", cs.Namespace, err)
 	}
-	var cmds []*exec.Cmd
 	health := map[string]string{}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -156,7 +170,7 @@ func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
 				t.Logf("--- %s log ---\n%s", ctl.name, cs.logs[ctl.name].String())
 			}
 		}
-		stopAll(cmds)
+		cs.Stop()
 	})
 	for _, ctl := range ctrls {
 		if _, err := os.Stat(ctl.bin); err != nil {
@@ -174,7 +188,7 @@ func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting %s: %v", ctl.name, err)
 		}
-		cmds = append(cmds, cmd)
+		cs.cmds = append(cs.cmds, cmd)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
