@@ -17,4 +17,3 @@ func TestClusterAPIStackProvisionsAndDeletesACluster(t *testing.T) {
 	DeleteCluster(t, c, "capi-test", "mem")
 	WaitCluster(t, c, "capi-test", "mem", ClusterGone, 2*time.Minute)
 }
-
