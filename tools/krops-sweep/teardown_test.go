@@ -147,17 +147,29 @@ func (s *site) clusters(t *testing.T, names ...string) {
 // the given bootstrap.toml and plugins, and a STAND-IN engine for kind.
 func newBase(t *testing.T, config string, plugins []string, flux bool) *site {
 	t.Helper()
+	return newBaseWith(t, config, plugins, flux, false)
+}
+
+// newBaseWith is newBase; with stack, the whole real Cluster API stack runs
+// (core, kubeadm, KCP, CAPD's in-memory backend) instead of the core
+// manager and the stand-in infrastructure.
+func newBaseWith(t *testing.T, config string, plugins []string, flux, stack bool) *site {
+	t.Helper()
 	s := &site{}
 	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", Webhooks: true,
 		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxOperator}})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.ctx = ctx
-	s.capi = testenv.RunClusterAPI(t, s.kind)
+	if stack {
+		s.capi = testenv.RunClusterAPIStack(t, s.kind)
+	} else {
+		s.capi = testenv.RunClusterAPI(t, s.kind)
+		go s.standInInfrastructure(ctx)
+	}
 	if flux {
 		testenv.Flux(t, s.kind)
 	}
-	go s.standInInfrastructure(ctx)
 	s.rec = testenv.NewAPIRecorder(t, s.kind.Config)
 	s.dir = t.TempDir()
 	s.bin = builds.Binary(t, ".", "krops-sweep")
@@ -553,5 +565,41 @@ func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
 	want := []string{"rm -f -v local-management-lb", "rm -f -v local-management-control-plane-x1", "rm -f -v krops-registry"}
 	if strings.Join(rms, "\n") != strings.Join(want, "\n") {
 		t.Errorf("container removals:\n%s\nwant:\n%s", strings.Join(rms, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The local-host teardown against the real Cluster API stack: both
+// clusters are provisioned for real (CAPD's in-memory backend); the
+// teardown deletes the clusters teardown.capi-workloads names and waits for
+// the real cascade (KCP, Machine, DevMachine, DevCluster), never asks the
+// management Cluster to delete itself, and removes kind only once the
+// workload cluster is confirmed gone.
+func TestTeardownLocalHostWithTheRealControllers(t *testing.T) {
+	s := newBaseWith(t, teardownConfig, []string{"docker"}, false, true)
+	for _, name := range []string{"local-management", "local-workload"} {
+		testenv.CreateInMemoryCluster(t, s.kind, "default", name)
+	}
+	for _, name := range []string{"local-management", "local-workload"} {
+		testenv.WaitCluster(t, s.kind, "default", name, testenv.ClusterAvailable, 4*time.Minute)
+	}
+	r := s.run(t, nil, "local-host")
+	if r.Code != 0 {
+		t.Fatalf("teardown: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if s.exists(t, testenv.ClusterGVK, "default", "local-workload") {
+		t.Error("the workload Cluster is still there after the teardown")
+	}
+	devMachines := &unstructured.UnstructuredList{}
+	devMachines.SetGroupVersionKind(schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "DevMachineList"})
+	if err := s.kind.Client.List(s.ctx, devMachines, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range devMachines.Items {
+		if strings.HasPrefix(m.GetName(), "local-workload") {
+			t.Errorf("DevMachine %s of the deleted cluster is left", m.GetName())
+		}
+	}
+	if !s.kindDeleted() {
+		t.Errorf("kind was not removed after the workload cluster was confirmed gone:\n%s", r.Stderr)
 	}
 }
