@@ -85,6 +85,8 @@ func Detect(ctx context.Context, o Options) (*Engine, error) {
 	switch {
 	case o.Sock != "":
 		e.Sock = o.Sock
+	case e.Name == "docker" && !o.Toolbox:
+		e.Sock = dockerSocket(run)
 	case e.Name == "docker":
 		e.Sock = DockerSocket
 	case o.Toolbox:
@@ -102,6 +104,22 @@ func Detect(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e.Env = env
 	return e, nil
+}
+
+// dockerSocket is the daemon-side Docker socket: Docker Desktop serves
+// /var/run/docker.sock into containers whatever the client uses; elsewhere
+// the current context's unix endpoint (rootless Docker's
+// /run/user/<uid>/docker.sock) when it has one, else /var/run/docker.sock.
+func dockerSocket(run func(string, ...string) (proc.Result, error)) string {
+	if res, err := run("docker", "info", "--format", "{{.OperatingSystem}}"); err == nil && strings.Contains(string(res.Stdout), "Docker Desktop") {
+		return DockerSocket
+	}
+	if res, err := run("docker", "context", "inspect", "--format", "{{.Endpoints.docker.Host}}"); err == nil {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(string(res.Stdout)), "unix://"); ok && p != "" {
+			return p
+		}
+	}
+	return DockerSocket
 }
 
 // Run runs the engine with args.

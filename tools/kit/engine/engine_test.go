@@ -38,6 +38,8 @@ func TestDetect(t *testing.T) {
 		wantErr  string
 	}{
 		{"docker answers", Options{}, map[string]string{"docker info": "", "docker --version": "Docker version 28.2.2"}, "docker", DockerSocket, "", ""},
+		{"rootless docker: the context's socket", Options{}, map[string]string{"docker info": "", "docker --version": "Docker version 28.2.2", "docker context inspect --format {{.Endpoints.docker.Host}}": "unix:///run/user/1000/docker.sock\n"}, "docker", "/run/user/1000/docker.sock", "", ""},
+		{"Docker Desktop serves /var/run/docker.sock", Options{}, map[string]string{"docker info": "", "docker --version": "Docker version 28.2.2", "docker info --format {{.OperatingSystem}}": "Docker Desktop\n", "docker context inspect --format {{.Endpoints.docker.Host}}": "unix:///Users/me/.docker/run/docker.sock\n"}, "docker", DockerSocket, "", ""},
 		{"docker is podman's shim", Options{}, map[string]string{"docker info": "", "docker --version": "podman version 5.4.0", "podman info --format {{.Host.RemoteSocket.Path}}": "/run/user/1000/podman/podman.sock\n"}, "podman", "/run/user/1000/podman/podman.sock", "KIND_EXPERIMENTAL_PROVIDER=podman", ""},
 		{"podman when docker is down", Options{}, map[string]string{"podman info": "", "podman info --format {{.Host.RemoteSocket.Path}}": "unix:///run/podman/podman.sock"}, "podman", "/run/podman/podman.sock", "KIND_EXPERIMENTAL_PROVIDER=podman", ""},
 		{"podman in the toolbox uses the fixed socket", Options{Toolbox: true}, map[string]string{"podman info": ""}, "podman", PodmanToolboxSocket, "CONTAINER_HOST=" + ToolboxContainerHost, ""},

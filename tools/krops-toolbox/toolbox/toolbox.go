@@ -107,10 +107,9 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Engine: eng.Name, Warnings: eng.Warnings}
+	// The daemon-side socket (engine.Detect: Docker Desktop, the docker
+	// context, podman info, or ENGINE_SOCK), as kind nodes mount it.
 	sock := eng.Sock
-	if vars["ENGINE_SOCK"] == "" && eng.Name == "docker" {
-		sock = dockerSocket(ctx, runner, o.Environ)
-	}
 	args := []string{"run", "--rm", "--init"}
 	if o.Terminal {
 		args = append(args, "-it")
@@ -214,22 +213,4 @@ func mapPath(repo, hostPath, name string) (inside, mount string, err error) {
 	}
 	inside = FilesDir + "/" + filepath.Base(abs)
 	return inside, abs + ":" + inside + ":ro", nil
-}
-
-// dockerSocket is the daemon-side socket to mount for Docker: Docker
-// Desktop serves /var/run/docker.sock into containers whatever the client
-// uses; elsewhere the current context's unix endpoint (rootless Docker)
-// when it has one.
-func dockerSocket(ctx context.Context, r proc.Runner, env []string) string {
-	if res, err := r.Run(ctx, proc.Cmd{Path: "docker", Args: []string{"info", "--format", "{{.OperatingSystem}}"}, Env: env}); err == nil &&
-		strings.Contains(string(res.Stdout), "Docker Desktop") {
-		return engine.DockerSocket
-	}
-	res, err := r.Run(ctx, proc.Cmd{Path: "docker", Args: []string{"context", "inspect", "--format", "{{.Endpoints.docker.Host}}"}, Env: env})
-	if err == nil {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(string(res.Stdout)), "unix://"); ok && p != "" {
-			return p
-		}
-	}
-	return engine.DockerSocket
 }
