@@ -142,16 +142,23 @@ func TestInterruptDuringHandshakeReturnsAtOnce(t *testing.T) {
 	}
 }
 
-// A real plugin with a child holding its pipes: Close returns promptly and
-// takes the child with it.
-func TestCloseKillsThePluginsChildren(t *testing.T) {
+// loadWithChild loads the test plugin in its "child" mode and returns the
+// client and the pid of the child holding the plugin's pipes.
+func loadWithChild(t *testing.T) (*sdk.Client, int) {
+	t.Helper()
 	pidfile := filepath.Join(t.TempDir(), "child.pid")
 	env := append(withMode("child"), "TESTPLUGIN_PIDFILE="+pidfile)
 	c, err := load(t, "testplugin", testPlugin(t), sdk.LoadOptions{BaseEnv: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child := pidFrom(t, pidfile)
+	return c, pidFrom(t, pidfile)
+}
+
+// A real plugin with a child holding its pipes: Close returns promptly and
+// takes the child with it.
+func TestCloseKillsThePluginsChildren(t *testing.T) {
+	c, child := loadWithChild(t)
 	if !procfs.Alive(child) {
 		t.Fatalf("the test plugin's child %d is not running", child)
 	}
@@ -168,13 +175,7 @@ func TestCloseKillsThePluginsChildren(t *testing.T) {
 // KillPlugins (a second Ctrl-C) kills every plugin's group at once, without
 // the graceful close that Close tries first.
 func TestKillPluginsKillsEveryGroupAtOnce(t *testing.T) {
-	pidfile := filepath.Join(t.TempDir(), "child.pid")
-	env := append(withMode("child"), "TESTPLUGIN_PIDFILE="+pidfile)
-	c, err := load(t, "testplugin", testPlugin(t), sdk.LoadOptions{BaseEnv: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := pidFrom(t, pidfile)
+	c, child := loadWithChild(t)
 	sdk.KillPlugins()
 	if !gone(child, 2*time.Second) || !gone(c.PID(), 2*time.Second) {
 		t.Errorf("after KillPlugins: plugin %d alive %v, child %d alive %v", c.PID(), procfs.Alive(c.PID()), child, procfs.Alive(child))

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
 
 // inMemoryCluster is a one-node control plane on CAPD's in-memory backend:
@@ -82,13 +81,7 @@ func CreateInMemoryCluster(t testing.TB, c *Cluster, namespace, name string) {
 	}
 	manifest := strings.NewReplacer("NAMESPACE", namespace, "NAME", name).Replace(inMemoryCluster)
 	for _, doc := range strings.Split(manifest, "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Client.Create(ctx, u); err != nil {
-			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
+		c.CreateYAML(t, ctx, doc)
 	}
 }
 
@@ -120,7 +113,7 @@ func WaitCluster(t testing.TB, c *Cluster, namespace, name string, state Cluster
 		switch {
 		case state == ClusterGone && apierrors.IsNotFound(err):
 			return time.Since(start)
-		case state == ClusterAvailable && err == nil && conditionTrue(u, "Available"):
+		case state == ClusterAvailable && err == nil && available(u):
 			return time.Since(start)
 		case ctx.Err() != nil:
 			t.Fatalf("Cluster %s/%s: %s not reached in %v (last error %v, status %v)", namespace, name, state, timeout, err, u.Object["status"])
@@ -148,13 +141,7 @@ func DeleteCluster(t testing.TB, c *Cluster, namespace, name string) {
 	}
 }
 
-func conditionTrue(u *unstructured.Unstructured, condition string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == condition && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+func available(u *unstructured.Unstructured) bool {
+	status, _, _ := Condition(u, "Available")
+	return status == "True"
 }
