@@ -17,7 +17,7 @@ import (
 const KindElasticIP = "elastic-ip"
 
 func init() {
-	register(kind{name: KindElasticIP, remove: removeElasticIP})
+	register(kind{name: KindElasticIP, remove: withEC2(removeElasticIP)})
 }
 
 // scanElasticIPs reports the cluster's Elastic IPs, each after the NAT
@@ -42,11 +42,7 @@ func (p *Provider) scanElasticIPs(ctx context.Context, c *ec2.Client, t Target, 
 	}
 }
 
-func removeElasticIP(ctx context.Context, p *Provider, r sdk.Resource, _ sweep.Attempt) sweep.Result {
-	c, err := p.c.ec2(ctx, p.regionOf(r))
-	if err != nil {
-		return failedClient(err)
-	}
-	_, err = c.ReleaseAddress(ctx, &ec2.ReleaseAddressInput{AllocationId: aws.String(r.ID)})
+func removeElasticIP(ctx context.Context, c *ec2.Client, r sdk.Resource, _ sweep.Attempt) sweep.Result {
+	_, err := c.ReleaseAddress(ctx, &ec2.ReleaseAddressInput{AllocationId: aws.String(r.ID)})
 	return classify(err, deleted)
 }

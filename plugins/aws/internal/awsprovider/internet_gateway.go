@@ -17,24 +17,19 @@ import (
 const KindInternetGateway = "internet-gateway"
 
 func init() {
-	register(kind{name: KindInternetGateway, inVPC: listInternetGateways, deps: internetGatewayDeps, remove: removeInternetGateway})
+	register(kind{name: KindInternetGateway, inVPC: listInternetGateways, deps: internetGatewayDeps, remove: withEC2(removeInternetGateway)})
 }
 
 func listInternetGateways(ctx context.Context, c *ec2.Client, vpcID string) ([]vpcItem, error) {
+	igws, err := everyPage(ctx, ec2.NewDescribeInternetGatewaysPaginator(c, &ec2.DescribeInternetGatewaysInput{Filters: []ec2types.Filter{filter("attachment.vpc-id", vpcID)}}),
+		func(o *ec2.DescribeInternetGatewaysOutput) []ec2types.InternetGateway { return o.InternetGateways })
 	var out []vpcItem
-	pages := ec2.NewDescribeInternetGatewaysPaginator(c, &ec2.DescribeInternetGatewaysInput{Filters: []ec2types.Filter{filter("attachment.vpc-id", vpcID)}})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range page.InternetGateways {
-			it := itemIn(vpcID, KindInternetGateway, aws.ToString(g.InternetGatewayId), g.Tags)
-			it.res.Evidence = []string{"attached to VPC " + vpcID}
-			out = append(out, it)
-		}
+	for _, g := range igws {
+		it := itemIn(vpcID, KindInternetGateway, aws.ToString(g.InternetGatewayId), g.Tags)
+		it.res.Evidence = []string{"attached to VPC " + vpcID}
+		out = append(out, it)
 	}
-	return out, nil
+	return out, err
 }
 
 func internetGatewayDeps(_ vpcItem, vpc []vpcItem) []string {
@@ -45,11 +40,7 @@ func internetGatewayDeps(_ vpcItem, vpc []vpcItem) []string {
 	return deps
 }
 
-func removeInternetGateway(ctx context.Context, p *Provider, r sdk.Resource, _ sweep.Attempt) sweep.Result {
-	c, err := p.c.ec2(ctx, p.regionOf(r))
-	if err != nil {
-		return failedClient(err)
-	}
+func removeInternetGateway(ctx context.Context, c *ec2.Client, r sdk.Resource, _ sweep.Attempt) sweep.Result {
 	id := aws.String(r.ID)
 	out, err := c.DescribeInternetGateways(ctx, &ec2.DescribeInternetGatewaysInput{InternetGatewayIds: []string{r.ID}})
 	if err != nil {

@@ -16,37 +16,28 @@ import (
 const KindNATGateway = "nat-gateway"
 
 func init() {
-	register(kind{name: KindNATGateway, inVPC: listNATGateways, remove: removeNATGateway})
+	register(kind{name: KindNATGateway, inVPC: listNATGateways, remove: withEC2(removeNATGateway)})
 }
 
 func listNATGateways(ctx context.Context, c *ec2.Client, vpcID string) ([]vpcItem, error) {
+	nats, err := everyPage(ctx, ec2.NewDescribeNatGatewaysPaginator(c, &ec2.DescribeNatGatewaysInput{Filter: []ec2types.Filter{filter("vpc-id", vpcID), filter("state", "pending", "available", "deleting")}}),
+		func(o *ec2.DescribeNatGatewaysOutput) []ec2types.NatGateway { return o.NatGateways })
 	var out []vpcItem
-	pages := ec2.NewDescribeNatGatewaysPaginator(c, &ec2.DescribeNatGatewaysInput{Filter: []ec2types.Filter{filter("vpc-id", vpcID), filter("state", "pending", "available", "deleting")}})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range page.NatGateways {
-			it := itemIn(vpcID, KindNATGateway, aws.ToString(n.NatGatewayId), n.Tags)
-			it.res.CreatedAt = n.CreateTime
-			it.subnet = aws.ToString(n.SubnetId)
-			for _, a := range n.NatGatewayAddresses {
-				if a.AllocationId != nil {
-					it.eips = append(it.eips, *a.AllocationId)
-				}
+	for _, n := range nats {
+		it := itemIn(vpcID, KindNATGateway, aws.ToString(n.NatGatewayId), n.Tags)
+		it.res.CreatedAt = n.CreateTime
+		it.subnet = aws.ToString(n.SubnetId)
+		for _, a := range n.NatGatewayAddresses {
+			if a.AllocationId != nil {
+				it.eips = append(it.eips, *a.AllocationId)
 			}
-			out = append(out, it)
 		}
+		out = append(out, it)
 	}
-	return out, nil
+	return out, err
 }
 
-func removeNATGateway(ctx context.Context, p *Provider, r sdk.Resource, a sweep.Attempt) sweep.Result {
-	c, err := p.c.ec2(ctx, p.regionOf(r))
-	if err != nil {
-		return failedClient(err)
-	}
+func removeNATGateway(ctx context.Context, c *ec2.Client, r sdk.Resource, a sweep.Attempt) sweep.Result {
 	if a.Polling {
 		out, err := c.DescribeNatGateways(ctx, &ec2.DescribeNatGatewaysInput{NatGatewayIds: []string{r.ID}})
 		if err != nil {
@@ -57,6 +48,6 @@ func removeNATGateway(ctx context.Context, p *Provider, r sdk.Resource, a sweep.
 		}
 		return result(sweep.InProgress, "NAT gateway "+string(out.NatGateways[0].State))
 	}
-	_, err = c.DeleteNatGateway(ctx, &ec2.DeleteNatGatewayInput{NatGatewayId: aws.String(r.ID)})
+	_, err := c.DeleteNatGateway(ctx, &ec2.DeleteNatGatewayInput{NatGatewayId: aws.String(r.ID)})
 	return classify(err, result(sweep.InProgress, "deletion accepted"))
 }

@@ -16,24 +16,19 @@ import (
 const KindRouteTable = "route-table"
 
 func init() {
-	register(kind{name: KindRouteTable, inVPC: listRouteTables, remove: removeRouteTable})
+	register(kind{name: KindRouteTable, inVPC: listRouteTables, remove: withEC2(removeRouteTable)})
 }
 
 func listRouteTables(ctx context.Context, c *ec2.Client, vpcID string) ([]vpcItem, error) {
+	all, err := everyPage(ctx, ec2.NewDescribeRouteTablesPaginator(c, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{filter("vpc-id", vpcID)}}),
+		func(o *ec2.DescribeRouteTablesOutput) []ec2types.RouteTable { return o.RouteTables })
 	var out []vpcItem
-	pages := ec2.NewDescribeRouteTablesPaginator(c, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{filter("vpc-id", vpcID)}})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, rt := range page.RouteTables {
-			if !isMain(rt) {
-				out = append(out, itemIn(vpcID, KindRouteTable, aws.ToString(rt.RouteTableId), rt.Tags))
-			}
+	for _, rt := range all {
+		if !isMain(rt) {
+			out = append(out, itemIn(vpcID, KindRouteTable, aws.ToString(rt.RouteTableId), rt.Tags))
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 func isMain(rt ec2types.RouteTable) bool {
@@ -45,11 +40,7 @@ func isMain(rt ec2types.RouteTable) bool {
 	return false
 }
 
-func removeRouteTable(ctx context.Context, p *Provider, r sdk.Resource, _ sweep.Attempt) sweep.Result {
-	c, err := p.c.ec2(ctx, p.regionOf(r))
-	if err != nil {
-		return failedClient(err)
-	}
+func removeRouteTable(ctx context.Context, c *ec2.Client, r sdk.Resource, _ sweep.Attempt) sweep.Result {
 	out, err := c.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{RouteTableIds: []string{r.ID}})
 	if err != nil {
 		return classify(err, deleted)

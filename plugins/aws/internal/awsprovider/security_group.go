@@ -16,38 +16,29 @@ import (
 const KindSecurityGroup = "security-group"
 
 func init() {
-	register(kind{name: KindSecurityGroup, inVPC: listSecurityGroups, remove: removeSecurityGroup})
+	register(kind{name: KindSecurityGroup, inVPC: listSecurityGroups, remove: withEC2(removeSecurityGroup)})
 }
 
 func listSecurityGroups(ctx context.Context, c *ec2.Client, vpcID string) ([]vpcItem, error) {
+	all, err := everyPage(ctx, ec2.NewDescribeSecurityGroupsPaginator(c, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{filter("vpc-id", vpcID)}}),
+		func(o *ec2.DescribeSecurityGroupsOutput) []ec2types.SecurityGroup { return o.SecurityGroups })
 	var out []vpcItem
-	pages := ec2.NewDescribeSecurityGroupsPaginator(c, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{filter("vpc-id", vpcID)}})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range page.SecurityGroups {
-			if aws.ToString(g.GroupName) != "default" {
-				out = append(out, itemIn(vpcID, KindSecurityGroup, aws.ToString(g.GroupId), g.Tags))
-			}
+	for _, g := range all {
+		if aws.ToString(g.GroupName) != "default" {
+			out = append(out, itemIn(vpcID, KindSecurityGroup, aws.ToString(g.GroupId), g.Tags))
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // removeSecurityGroup deletes the group. Most delete at once, with their
 // rules. A group still referenced answers DependencyViolation; from the
 // second try on, its own rules are revoked first, which breaks reference
 // cycles between groups (each side drops its rule, then both delete).
-func removeSecurityGroup(ctx context.Context, p *Provider, r sdk.Resource, a sweep.Attempt) sweep.Result {
-	c, err := p.c.ec2(ctx, p.regionOf(r))
-	if err != nil {
-		return failedClient(err)
-	}
+func removeSecurityGroup(ctx context.Context, c *ec2.Client, r sdk.Resource, a sweep.Attempt) sweep.Result {
 	id := aws.String(r.ID)
 	if a.N <= 1 {
-		_, err = c.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: id})
+		_, err := c.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: id})
 		return classify(err, deleted)
 	}
 	out, err := c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{r.ID}})

@@ -16,22 +16,17 @@ import (
 const KindSubnet = "subnet"
 
 func init() {
-	register(kind{name: KindSubnet, inVPC: listSubnets, deps: subnetDeps, remove: removeSubnet})
+	register(kind{name: KindSubnet, inVPC: listSubnets, deps: subnetDeps, remove: withEC2(removeSubnet)})
 }
 
 func listSubnets(ctx context.Context, c *ec2.Client, vpcID string) ([]vpcItem, error) {
+	all, err := everyPage(ctx, ec2.NewDescribeSubnetsPaginator(c, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{filter("vpc-id", vpcID)}}),
+		func(o *ec2.DescribeSubnetsOutput) []ec2types.Subnet { return o.Subnets })
 	var out []vpcItem
-	pages := ec2.NewDescribeSubnetsPaginator(c, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{filter("vpc-id", vpcID)}})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range page.Subnets {
-			out = append(out, itemIn(vpcID, KindSubnet, aws.ToString(s.SubnetId), s.Tags))
-		}
+	for _, s := range all {
+		out = append(out, itemIn(vpcID, KindSubnet, aws.ToString(s.SubnetId), s.Tags))
 	}
-	return out, nil
+	return out, err
 }
 
 func subnetDeps(it vpcItem, vpc []vpcItem) []string {
@@ -44,11 +39,7 @@ func subnetDeps(it vpcItem, vpc []vpcItem) []string {
 	return deps
 }
 
-func removeSubnet(ctx context.Context, p *Provider, r sdk.Resource, _ sweep.Attempt) sweep.Result {
-	c, err := p.c.ec2(ctx, p.regionOf(r))
-	if err != nil {
-		return failedClient(err)
-	}
-	_, err = c.DeleteSubnet(ctx, &ec2.DeleteSubnetInput{SubnetId: aws.String(r.ID)})
+func removeSubnet(ctx context.Context, c *ec2.Client, r sdk.Resource, _ sweep.Attempt) sweep.Result {
+	_, err := c.DeleteSubnet(ctx, &ec2.DeleteSubnetInput{SubnetId: aws.String(r.ID)})
 	return classify(err, deleted)
 }

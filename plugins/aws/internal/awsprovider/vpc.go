@@ -18,7 +18,7 @@ import (
 const KindVPC = "vpc"
 
 func init() {
-	register(kind{name: KindVPC, scanTarget: (*Provider).scanNetwork, remove: removeVPC})
+	register(kind{name: KindVPC, scanTarget: (*Provider).scanNetwork, remove: withEC2(removeVPC)})
 }
 
 // scanNetwork lists the cluster's CAPA-owned VPCs and everything in them,
@@ -31,15 +31,11 @@ func (p *Provider) scanNetwork(ctx context.Context, t Target, e *emitter) {
 	}
 	owner := filter("tag:"+OwnerTag(t.Cluster), "owned")
 	ownerEvidence := "tag " + OwnerTag(t.Cluster) + "=owned"
-	var vpcs []ec2types.Vpc
-	vp := ec2.NewDescribeVpcsPaginator(c, &ec2.DescribeVpcsInput{Filters: []ec2types.Filter{owner}})
-	for vp.HasMorePages() {
-		page, err := vp.NextPage(ctx)
-		if err != nil {
-			e.failed(KindVPC, t.Region, err)
-			return
-		}
-		vpcs = append(vpcs, page.Vpcs...)
+	vpcs, err := everyPage(ctx, ec2.NewDescribeVpcsPaginator(c, &ec2.DescribeVpcsInput{Filters: []ec2types.Filter{owner}}),
+		func(o *ec2.DescribeVpcsOutput) []ec2types.Vpc { return o.Vpcs })
+	if err != nil {
+		e.failed(KindVPC, t.Region, err)
+		return
 	}
 	var inAll []vpcItem
 	for _, vpc := range vpcs {
@@ -106,13 +102,39 @@ func ofKind(items []vpcItem, kindName string) []vpcItem {
 	return out
 }
 
-func removeVPC(ctx context.Context, p *Provider, r sdk.Resource, _ sweep.Attempt) sweep.Result {
-	c, err := p.c.ec2(ctx, p.regionOf(r))
-	if err != nil {
-		return failedClient(err)
-	}
-	_, err = c.DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: aws.String(r.ID)})
+func removeVPC(ctx context.Context, c *ec2.Client, r sdk.Resource, _ sweep.Attempt) sweep.Result {
+	_, err := c.DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: aws.String(r.ID)})
 	return classify(err, deleted)
+}
+
+// ec2Pager is an EC2 paginator (ec2.New...Paginator).
+type ec2Pager[O any] interface {
+	HasMorePages() bool
+	NextPage(context.Context, ...func(*ec2.Options)) (O, error)
+}
+
+// everyPage reads every page of p and returns the items of each.
+func everyPage[O, T any](ctx context.Context, p ec2Pager[O], items func(O) []T) ([]T, error) {
+	var out []T
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items(page)...)
+	}
+	return out, nil
+}
+
+// withEC2 adapts a deletion that needs the EC2 client of r's region.
+func withEC2(remove func(context.Context, *ec2.Client, sdk.Resource, sweep.Attempt) sweep.Result) func(context.Context, *Provider, sdk.Resource, sweep.Attempt) sweep.Result {
+	return func(ctx context.Context, p *Provider, r sdk.Resource, a sweep.Attempt) sweep.Result {
+		c, err := p.c.ec2(ctx, p.regionOf(r))
+		if err != nil {
+			return failedClient(err)
+		}
+		return remove(ctx, c, r, a)
+	}
 }
 
 func ec2Tags(tags []ec2types.Tag) map[string]string {
