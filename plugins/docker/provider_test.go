@@ -82,6 +82,12 @@ func registryServer(t *testing.T, failures int32, status int) (port string, hits
 	return port, hits
 }
 
+// afterDetection is calls after what engine.Detect asks Docker first: it answers, it is not
+// podman's shim, and where its daemon-side socket is.
+func afterDetection(calls ...string) []string {
+	return append([]string{"info", "--version", "info --format {{.OperatingSystem}}", "context inspect --format {{.Endpoints.docker.Host}}"}, calls...)
+}
+
 func TestRegistryLifecycleAgainstAStandInEngine(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -90,15 +96,15 @@ func TestRegistryLifecycleAgainstAStandInEngine(t *testing.T) {
 		wantMsg   string
 	}{
 		{"missing registry is created", func(string) string { return "exists=0" },
-			[]string{"info", "--version", "container inspect krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"}, "created"},
+			afterDetection("container inspect krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"), "created"},
 		{"healthy registry is reused", func(p string) string { return "exists=1 running=1 port=" + p },
-			[]string{"info", "--version", "container inspect krops-registry"}, "reused"},
+			afterDetection("container inspect krops-registry"), "reused"},
 		{"stopped registry is started", func(p string) string { return "exists=1 running=0 port=" + p },
-			[]string{"info", "--version", "container inspect krops-registry", "start krops-registry"}, "restarted"},
+			afterDetection("container inspect krops-registry", "start krops-registry"), "restarted"},
 		{"wrong port is recreated", func(string) string { return "exists=1 running=1 port=1" },
-			[]string{"info", "--version", "container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"}, "recreated (it did not publish port"},
+			afterDetection("container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"), "recreated (it did not publish port"},
 		{"wrong network is recreated", func(p string) string { return "exists=1 running=1 network=bridge port=" + p },
-			[]string{"info", "--version", "container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"}, "not on the kind network"},
+			afterDetection("container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"), "not on the kind network"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
