@@ -38,6 +38,15 @@ type Cluster struct {
 	WebhookCertDir string
 	WebhookCAData  []byte
 	env            *envtest.Environment
+	stopOnce       sync.Once
+	stopErr        error
+}
+
+// Stop stops the API server and etcd now (t's cleanup then does nothing):
+// for tests in which a cluster goes away, such as kind deleted by a pivot.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() { c.stopErr = c.env.Stop() })
+	return c.stopErr
 }
 
 // ClusterOptions configure APIServer.
@@ -89,8 +98,9 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	if err != nil {
 		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
 	}
+	cl := &Cluster{Config: cfg, env: env}
 	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
+		if err := cl.Stop(); err != nil {
 			t.Errorf("stopping kube-apiserver and etcd: %v", err)
 		}
 	})
@@ -106,7 +116,7 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	if err := WriteKubeconfig(cfg, name, path); err != nil {
 		t.Fatal(err)
 	}
-	cl := &Cluster{Config: cfg, Kubeconfig: path, Context: name, Client: c, env: env}
+	cl.Kubeconfig, cl.Context, cl.Client = path, name, c
 	if opts.Webhooks {
 		cl.WebhookCertDir, cl.WebhookCAData = env.WebhookInstallOptions.LocalServingCertDir, env.WebhookInstallOptions.LocalServingCAData
 	}

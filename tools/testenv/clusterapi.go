@@ -200,8 +200,13 @@ func RunClusterAPIStack(t testing.TB, c *Cluster) *Controllers {
 		args := []string{"--leader-elect=false", "--diagnostics-address=" + diagnostics, "--insecure-diagnostics",
 			"--webhook-port=" + strconv.Itoa(webhookPort), "--webhook-cert-dir=" + c.WebhookCertDir,
 			"--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields", "--v=2"}
-		if comp.name == "capi-manager" {
+		switch comp.name {
+		case "capi-manager":
 			args = append(args, "--feature-gates=ClusterTopology=true,MachinePool=true")
+		case "kubeadm-control-plane", "capd":
+			// As mgmt/local-host/capi-providers enables it: ClusterClass
+			// templates are refused by their webhooks without it.
+			args = append(args, "--feature-gates=ClusterTopology=true")
 		}
 		ctl := controller{name: comp.name, bin: filepath.Join(dir, comp.bin), args: func(h string) []string {
 			return append([]string{"--health-addr=" + h}, args...)

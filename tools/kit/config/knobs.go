@@ -60,7 +60,7 @@ func KnobTable() []Knob {
 		{"PROVIDER_DELETE_TIMEOUT", "provider-delete-timeout", "how long teardown waits for CAPI providers to go", "300s"},
 		{"ORPHAN_MIN_AGE_HOURS", "orphan-min-age-hours", "resources younger than this many hours are reported as recent, not orphaned", "6"},
 		{"ORPHAN_REPORT_JSON", "orphan-report-json", "also write the orphan report as JSON to this path", "none"},
-		{"KROPS_RUN_ID", "run-id", "run tag; when set, an existing krops-run ConfigMap is kept", "<env>-<RFC3339 UTC time>"},
+		{"KROPS_RUN_ID", "run-id", "run tag, a label value; when set, an existing krops-run ConfigMap is kept", "<env>-<UTC time, 20261201t191333z>"},
 		{"KROPS_RUN_TTL", "run-ttl", "how long the run's resources may live, or none", "24h"},
 		{"KROPS_REVISION", "revision", "run tag: the Git revision deployed", "discovered, else unknown"},
 		{"KROPS_RUN_KIND", "run-kind", "run tag: what started the run (manual, ci, ...)", "manual"},

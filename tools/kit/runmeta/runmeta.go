@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/kropsdev/krops/tools/kit/duration"
 )
 
@@ -115,7 +117,10 @@ func New(ctx context.Context, o Options) (Tags, error) {
 		RunKind:   strings.TrimSpace(o.RunKind),
 	}
 	if t.RunID == "" {
-		t.RunID = o.Environment + "-" + o.Now.UTC().Format(time.RFC3339)
+		t.RunID = DefaultRunID(o.Environment, o.Now)
+	}
+	if err := CheckRunID(t.RunID); err != nil {
+		return Tags{}, err
 	}
 	if t.Revision == "" && o.DiscoverRevision != nil {
 		if rev, err := o.DiscoverRevision(ctx); err == nil {
@@ -169,10 +174,33 @@ func FromData(data map[string]string) (Tags, error) {
 			problems = append(problems, fmt.Sprintf("%s=%q is neither an RFC 3339 time nor %q", KeyExpiresAt, exp, Never))
 		}
 	}
+	if id := data[KeyRunID]; strings.TrimSpace(id) != "" {
+		if err := CheckRunID(id); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if len(problems) > 0 {
 		return Tags{}, fmt.Errorf("ConfigMap %s is not valid run metadata: %s", ConfigMapName, strings.Join(problems, "; "))
 	}
 	return Tags{RunID: data[KeyRunID], Revision: data[KeyRevision], ExpiresAt: data[KeyExpiresAt], RunKind: data[KeyRunKind]}, nil
+}
+
+// DefaultRunID is <environment>-<UTC time>, the time in ISO 8601's basic
+// format and lower case (20261201t191333z): the run id is a Kubernetes
+// label on Cluster objects and a GCP label, and neither allows the colons
+// of RFC 3339 or upper case.
+func DefaultRunID(environment string, now time.Time) string {
+	return environment + "-" + strings.ToLower(now.UTC().Format("20060102T150405Z"))
+}
+
+// CheckRunID refuses a run id that cannot be a label value: the trees put
+// it on Cluster objects as krops.io/run-id, where Flux's apply of a bad one
+// fails long after the bootstrap started.
+func CheckRunID(id string) error {
+	if errs := validation.IsValidLabelValue(id); len(errs) > 0 || id == "" {
+		return fmt.Errorf("%s=%q cannot be a label value (the trees put it on Cluster objects as krops.io/run-id): use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", KeyRunID, id)
+	}
+	return nil
 }
 
 // Expired reports whether tags with the given expiry have expired at now.

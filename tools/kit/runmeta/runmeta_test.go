@@ -15,7 +15,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Tags{RunID: "aws-2026-11-30T04:05:06Z", Revision: "unknown", ExpiresAt: "2026-12-01T04:05:06Z", RunKind: "manual"}
+	want := Tags{RunID: "aws-20261130t040506z", Revision: "unknown", ExpiresAt: "2026-12-01T04:05:06Z", RunKind: "manual"}
 	if tags != want {
 		t.Errorf("tags = %+v, want %+v", tags, want)
 	}
@@ -161,4 +161,29 @@ func FuzzParseTTL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The run id is a label on Cluster objects: what cannot be one is refused
+// before anything is applied, from KROPS_RUN_ID or from a ConfigMap.
+func TestRunIDMustBeALabelValue(t *testing.T) {
+	now := time.Date(2026, 12, 1, 19, 13, 33, 0, time.UTC)
+	tags, err := New(context.Background(), Options{Environment: "local-host", Now: now})
+	if err != nil || tags.RunID != "local-host-20261201t191333z" {
+		t.Fatalf("default run id: %q, %v", tags.RunID, err)
+	}
+	for _, bad := range []string{"local-host-2026-12-01T19:13:33Z", "-leading", "has space", strings.Repeat("x", 64)} {
+		_, err := New(context.Background(), Options{Environment: "local-host", Now: now, RunID: bad})
+		if err == nil || !strings.Contains(err.Error(), "KROPS_RUN_ID=") || !strings.Contains(err.Error(), "label value") {
+			t.Errorf("KROPS_RUN_ID=%q: %v", bad, err)
+		}
+		_, err = FromData(map[string]string{KeyRunID: bad, KeyRevision: "r", KeyExpiresAt: Never, KeyRunKind: "manual"})
+		if err == nil || !strings.Contains(err.Error(), "label value") {
+			t.Errorf("ConfigMap with run id %q: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"ci-42", "aws_nightly.3", strings.Repeat("x", 63)} {
+		if _, err := New(context.Background(), Options{Environment: "aws", Now: now, RunID: good}); err != nil {
+			t.Errorf("KROPS_RUN_ID=%q refused: %v", good, err)
+		}
+	}
 }

@@ -32,7 +32,7 @@ func TestRunMetadataRules(t *testing.T) {
 	o := Options{Namespace: "flux-system", Run: runmeta.Options{Environment: "local-host", Now: now, Revision: "main@sha1:abc"}}
 
 	tags, action, err := runMetadata(ctx, kc, o)
-	if err != nil || action != "new" || tags.RunID != "local-host-2026-12-01T10:00:00Z" || tags.ExpiresAt != "2026-12-02T10:00:00Z" {
+	if err != nil || action != "new" || tags.RunID != "local-host-20261201t100000z" || tags.ExpiresAt != "2026-12-02T10:00:00Z" {
 		t.Fatalf("fresh: %+v %s %v", tags, action, err)
 	}
 	// KROPS_RUN_ID matching what is there: reused unchanged.
@@ -61,7 +61,7 @@ func TestRunMetadataRules(t *testing.T) {
 	// --copy-run-from copies the four keys exactly from another cluster,
 	// and never invents one.
 	src, srcKC := apiServer(t, "source")
-	want := runmeta.Tags{RunID: "aws-2026-11-30T09:00:00Z", Revision: "main@sha1:def", ExpiresAt: "never", RunKind: "ci"}
+	want := runmeta.Tags{RunID: "aws-20261130t090000z", Revision: "main@sha1:def", ExpiresAt: "never", RunKind: "ci"}
 	if _, err := srcKC.CoreV1().ConfigMaps("flux-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: runmeta.ConfigMapName, Namespace: "flux-system"}, Data: want.Data()}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
 	"github.com/kropsdev/krops/tools/krops-kind/enginenet"
 	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
-	"github.com/kropsdev/krops/tools/krops-kind/kindlib"
 )
 
 // Setup is the kind cluster's options and the engine that runs it.
@@ -77,7 +76,7 @@ func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writ
 		}
 		s.Options.EngineSock = s.Engine.Sock
 		s.Options.Network = enginenet.Network{Run: s.Engine.Run}
-		k, err := kindlib.New(s.Engine.Name, nil)
+		k, err := newKind(s.Engine.Name)
 		if err != nil {
 			return nil, err
 		}

@@ -172,6 +172,9 @@ func (r *run) kubeconfigs() (from, to client.Kubeconfig) {
 // writes the plan, and backs the objects up.
 func (r *run) verify(ctx context.Context) error {
 	p := r.o.Progress
+	if err := r.waitProvisioned(ctx); err != nil {
+		return err
+	}
 	return p.Step(ctx, "verifying the move and backing up to "+filepath.Join(r.o.StateDir, "backup"), func(ctx context.Context) error {
 		srcInv, err := inventory(ctx, r.src.dyn)
 		if err != nil {

@@ -1,0 +1,261 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
+	"github.com/kropsdev/krops/tools/testenv"
+)
+
+func TestMain(m *testing.M) { sdktest.Main(m) }
+
+// repo is the repository root, from this package's directory.
+const repo = "../.."
+
+// e2eConfig is local-host as bootstrap.toml declares it, syncing the e2e
+// variant of its tree (mgmt/local-host-e2e): Flux follows the two
+// Kustomizations that tree has, and no workload cluster runs Flux (an
+// in-memory API server cannot).
+var e2eConfig = testenv.BootstrapTOML(func() testenv.Env {
+	e := testenv.LocalHost()
+	e.SyncPath = "mgmt/local-host-e2e"
+	e.ReadyTimeout = "5m"
+	e.ProviderManifests = []string{
+		"mgmt/local-host/capi-providers/capi-system/namespace.yaml",
+		"mgmt/local-host/capi-providers/capi-system/providers.yaml",
+		"mgmt/local-host/capi-providers/capd-system/namespace.yaml",
+		"mgmt/local-host/capi-providers/capd-system/provider.yaml",
+		"mgmt/local-host/capi-providers/caaph-system/namespace.yaml",
+		"mgmt/local-host/capi-providers/caaph-system/provider.yaml",
+	}
+	e.Tables = `[environments.local-host.seed]
+wait = ["clusterclasses", "clusters"]
+
+[environments.local-host.teardown]
+capi-workloads = ["local-workload"]
+mgmt-container-prefix = "local-management"`
+	return e
+}())
+
+// lifecycle is everything around one run of the chain: the repository
+// copy it runs in, the binaries (built with the stand-in kind), the
+// loopback registry and chart repositories, the stand-in kind, the target
+// API server that becomes the management cluster, and the stand-in
+// engine CLI.
+type lifecycle struct {
+	root, bin, home, engineDir string
+	env                        []string
+	kind                       *standInKind
+	target                     *testenv.Cluster
+	lb                         *mgmtLoadBalancer
+	seedFlags, pivotFlags      []string
+	ctx                        context.Context
+}
+
+func newLifecycle(t *testing.T) *lifecycle {
+	t.Helper()
+	testenv.Integration(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	l := &lifecycle{ctx: ctx, home: t.TempDir(), kind: newStandInKind(t)}
+	l.root = repoCopy(t)
+	l.bin = buildBinaries(t)
+
+	// The management cluster's API server as the pivot meets it: Flux
+	// runs there (the pivot installs it), the Cluster API controllers
+	// start only once the pivot is done (see TestLocalHostLifecycle).
+	l.target = testenv.APIServer(t, testenv.ClusterOptions{Name: "local-management", CRDs: allCRDs, Webhooks: true})
+	testenv.LabelForMove(t, ctx, l.target)
+	testenv.RunFluxOperator(t, l.target)
+	testenv.Flux(t, l.target)
+	go seedtest.StandInKubelet(ctx, l.target.Client)
+	go standInOperator(ctx, l.target, false)
+	registerNode(t, ctx, l.target, "local-management-control-plane")
+	l.lb = newMgmtLoadBalancer(t, l.target, clusterCA("default", "local-management", func() []*testenv.Cluster {
+		cs := l.kind.apis()
+		return append(cs, l.target)
+	}))
+
+	reg := testenv.Registry(t)
+	fluxCharts := seedtest.OperatorChart(t, reg, "0.61.0")
+	charts := seedtest.ChartRepository(t,
+		seedtest.Chart{Name: "cert-manager", Version: "1.21.2", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-cert-manager}\n"}},
+		seedtest.Chart{Name: "cluster-api-operator", Version: "0.29.0", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-capi-operator}\n"}},
+	)
+	l.seedFlags = []string{"--chart-repository", fluxCharts, "--registry-in-cluster", reg.Host}
+	l.pivotFlags = []string{"--chart-repository", fluxCharts, "--registry-in-cluster", reg.Host,
+		"--cert-manager-repository", charts, "--capi-operator-repository", charts, "--provider-timeout", "3m", "--node-timeout", "2m"}
+
+	host, port, _ := strings.Cut(reg.Host, ":")
+	l.engineDir = standInEngine(t, port, l.lb.Port)
+	l.env = []string{
+		"PATH=" + l.engineDir + ":" + os.Getenv("PATH"), "HOME=" + l.home, "XDG_STATE_HOME=" + filepath.Join(l.home, "state"),
+		"KUBECONFIG=" + filepath.Join(l.home, ".kube", "config"), "BOOTSTRAP_CONFIG=" + filepath.Join(l.root, "bootstrap.toml"),
+		"KROPS_PLUGIN_DIR=" + l.bin, "KROPS_STANDIN_KIND_URL=" + l.kind.URL,
+		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "BOOTSTRAP_PIVOT=1",
+		"KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567", "KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops",
+		"LOCAL_RECONCILE_TIMEOUT=5m",
+	}
+	return l
+}
+
+// bootstrap is `task bootstrap ENV=local-host` (Taskfile.yml), command by
+// command, with the flags that point the charts at the loopback
+// repositories; TestBootstrapMirrorsTheTaskfile keeps the two in step.
+func (l *lifecycle) bootstrap() [][]string { return bootstrapChain(l.seedFlags, l.pivotFlags) }
+
+func bootstrapChain(seedFlags, pivotFlags []string) [][]string {
+	return [][]string{
+		{"krops-kind", "preflight", "local-host"},
+		{"krops-flux-seed", "preflight", "local-host"},
+		{"krops-kind", "up", "local-host"},
+		append([]string{"krops-flux-seed", "local-host"}, seedFlags...),
+		append([]string{"krops-pivot", "--from-bootstrap", "local-host"}, pivotFlags...),
+	}
+}
+
+// run runs a krops binary (or the task binary, by path) in the repository
+// copy and, while it runs, carries out the stand-in kind's creations and
+// deletions on the test goroutine.
+func (l *lifecycle) run(t *testing.T, extraEnv []string, argv ...string) testenv.Result {
+	t.Helper()
+	bin := argv[0]
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join(l.bin, bin)
+	}
+	cmd := exec.Command(bin, argv[1:]...)
+	cmd.Dir = l.root
+	cmd.Env = append(append([]string{}, l.env...), extraEnv...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	for {
+		select {
+		case req := <-l.kind.reqs:
+			l.kind.handle(t, req)
+		case <-done:
+			return testenv.Result{Stdout: o.String(), Stderr: e.String(), Code: cmd.ProcessState.ExitCode()}
+		}
+	}
+}
+
+func (l *lifecycle) mustRun(t *testing.T, extraEnv []string, argv ...string) testenv.Result {
+	t.Helper()
+	start := time.Now()
+	r := l.run(t, extraEnv, argv...)
+	t.Logf("%s: exit %d in %s", strings.Join(argv[:min(2, len(argv))], " "), r.Code, time.Since(start).Round(100*time.Millisecond))
+	if r.Code != 0 {
+		t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s\nstand-in engine calls:\n%s", strings.Join(argv, " "), r.Code, r.Stdout, r.Stderr, l.engineLog())
+	}
+	return r
+}
+
+func (l *lifecycle) engineLog() string {
+	b, _ := os.ReadFile(filepath.Join(l.engineDir, "log"))
+	return string(b)
+}
+
+// apis are the API servers of the stand-in kind clusters that exist.
+func (k *standInKind) apis() []*testenv.Cluster {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*testenv.Cluster
+	for _, c := range k.clusters {
+		out = append(out, c.api)
+	}
+	return out
+}
+
+// repoCopy is the part of the repository the chain reads: bootstrap.toml
+// (the e2e one), the trees and the image inventory.
+func repoCopy(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, d := range []string{"mgmt", "workload"} {
+		if out, err := exec.Command("cp", "-R", filepath.Join(repo, d), filepath.Join(root, d)).CombinedOutput(); err != nil {
+			t.Fatalf("copying %s: %v\n%s", d, err, out)
+		}
+	}
+	images, err := os.ReadFile(filepath.Join(repo, "airgap", "images.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{"bootstrap.toml": []byte(e2eConfig), "airgap/images.txt": images} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// buildBinaries builds the lifecycle's binaries with the stand-in kind
+// (tag krops_standin_kind) and the docker provider, into one directory.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, b := range []struct{ pkg, name, tags string }{
+		{"../krops-kind", "krops-kind", "krops_standin_kind"},
+		{"../krops-flux-seed", "krops-flux-seed", ""},
+		{"../krops-pivot", "krops-pivot", "krops_standin_kind"},
+		{"../krops-sweep", "krops-sweep", "krops_standin_kind"},
+		{"../../plugins/docker", "krops-provider-docker", ""},
+	} {
+		args := []string{"build", "-o", filepath.Join(dir, b.name)}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
+		if out, err := exec.Command("go", append(args, b.pkg)...).CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", b.name, err, out)
+		}
+	}
+	return dir
+}
+
+// standInEngine is a STAND-IN for the docker CLI (no engine runs here).
+// It answers what the docker provider and krops-sweep ask: the registry
+// container (running, publishing the loopback registry's port, on the kind
+// network), the management cluster's published API port (the stand-in
+// load balancer's), and CAPD's containers (none: the in-memory backend
+// makes none). Every call is logged. The plugin runs it with a filtered
+// environment, so its settings are written in.
+func standInEngine(t *testing.T, registryPort string, lbPort int) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := strings.NewReplacer("@DIR@", dir, "@REGPORT@", registryPort, "@LBPORT@", itoa(lbPort)).Replace(`#!/bin/sh
+echo "$*" >> "@DIR@/log"
+case "$1" in
+info) exit 0 ;;
+--version) echo "Docker version 28.2.2, build e6534b4" ;;
+container)
+	[ "$2 $3" = "inspect krops-registry" ] || { echo "Error: No such container: $3" >&2; exit 1; }
+	[ -f "@DIR@/registry-removed" ] && { echo "Error: No such container: $3" >&2; exit 1; }
+	echo '[{"State":{"Running":true},"NetworkSettings":{"Ports":{"5000/tcp":[{"HostIp":"127.0.0.1","HostPort":"@REGPORT@"}]},"Networks":{"kind":{}}}}]' ;;
+port) [ "$2" = local-management-lb ] || { echo "Error: No such container: $2" >&2; exit 1; }; echo "127.0.0.1:@LBPORT@" ;;
+ps) exit 0 ;;
+rm)
+	case "$*" in
+	*krops-registry*) touch "@DIR@/registry-removed" ;;
+	esac ;;
+*) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
+esac
+`)
+	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,189 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
+	"github.com/kropsdev/krops/tools/testenv"
+)
+
+// standInKind is a STAND-IN for kind and its node containers (no engine
+// runs here). It serves the HTTP interface of package kindstandin, which
+// the krops binaries built with the krops_standin_kind tag use behind
+// krops-kind's cluster interface. A "kind cluster" is a real kube-apiserver
+// and etcd with, as processes beside it, the controllers its pods would
+// run: the Flux Operator and Flux controllers (which krops-flux-seed
+// installs as Deployments) and the Cluster API managers (which Flux
+// installs through the Cluster API operator), a STAND-IN kubelet that
+// registers the node and marks Deployments available, and a STAND-IN for
+// the Cluster API operator's provider inventory.
+//
+// Creating and deleting need testing.T, which only the test goroutine may
+// fail, so the handlers pass those requests to the goroutine running the
+// binary (see lifecycle.run).
+type standInKind struct {
+	URL  string
+	reqs chan kindRequest
+
+	mu       sync.Mutex
+	clusters map[string]*kindCluster
+	created  []string // names, in creation order, for the test's checks
+	deleted  []string
+}
+
+type kindCluster struct {
+	api    *testenv.Cluster
+	ctrls  []*testenv.Controllers
+	cancel context.CancelFunc
+	// kubeconfig is what `kind get kubeconfig` prints: context kind-<name>.
+	kubeconfig []byte
+}
+
+type kindRequest struct {
+	op, name string
+	config   []byte
+	done     chan error
+}
+
+func newStandInKind(t *testing.T) *standInKind {
+	k := &standInKind{reqs: make(chan kindRequest), clusters: map[string]*kindCluster{}}
+	srv := httptest.NewServer(http.HandlerFunc(k.serve))
+	t.Cleanup(srv.Close)
+	k.URL = srv.URL
+	return k
+}
+
+func (k *standInKind) serve(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case r.Method == http.MethodGet && len(parts) == 1 && parts[0] == "clusters":
+		k.mu.Lock()
+		names := []string{}
+		for n := range k.clusters {
+			names = append(names, n)
+		}
+		k.mu.Unlock()
+		sort.Strings(names)
+		_ = json.NewEncoder(w).Encode(names)
+	case r.Method == http.MethodGet && len(parts) == 3 && parts[2] == "kubeconfig":
+		k.mu.Lock()
+		c := k.clusters[parts[1]]
+		k.mu.Unlock()
+		if c == nil {
+			http.Error(w, "no kind cluster "+parts[1], http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write(c.kubeconfig)
+	case (r.Method == http.MethodPut || r.Method == http.MethodDelete) && len(parts) == 2:
+		body, _ := io.ReadAll(r.Body)
+		req := kindRequest{op: r.Method, name: parts[1], config: body, done: make(chan error, 1)}
+		select {
+		case k.reqs <- req:
+		case <-r.Context().Done():
+			return
+		}
+		if err := <-req.done; err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	default:
+		http.Error(w, "stand-in kind: no "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+	}
+}
+
+// handle carries out a create or delete on the test goroutine.
+func (k *standInKind) handle(t *testing.T, req kindRequest) {
+	t.Helper()
+	switch req.op {
+	case http.MethodPut:
+		k.mu.Lock()
+		_, exists := k.clusters[req.name]
+		k.mu.Unlock()
+		if exists {
+			req.done <- fmt.Errorf("node(s) already exist for a cluster with the name %q", req.name)
+			return
+		}
+		c := k.create(t, req.name)
+		k.mu.Lock()
+		k.clusters[req.name] = c
+		k.created = append(k.created, req.name)
+		k.mu.Unlock()
+	case http.MethodDelete:
+		k.mu.Lock()
+		c := k.clusters[req.name]
+		delete(k.clusters, req.name)
+		if c != nil {
+			k.deleted = append(k.deleted, req.name)
+		}
+		k.mu.Unlock()
+		if c != nil {
+			c.stop(t)
+		}
+	}
+	req.done <- nil
+}
+
+func (k *standInKind) create(t *testing.T, name string) *kindCluster {
+	t.Helper()
+	api := testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-" + name, CRDs: allCRDs, Webhooks: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &kindCluster{api: api, cancel: cancel}
+	testenv.LabelForMove(t, ctx, api)
+	c.ctrls = append(c.ctrls, testenv.RunFluxOperator(t, api), testenv.Flux(t, api), testenv.RunClusterAPIStack(t, api))
+	registerNode(t, ctx, api, name+"-control-plane")
+	go seedtest.StandInKubelet(ctx, api.Client)
+	// On kind the inventory is the four providers the environment installs
+	// there; the operator would write it once their controllers run.
+	go standInOperator(ctx, api, true)
+	path := filepath.Join(t.TempDir(), "kind-"+name+".kubeconfig")
+	if err := testenv.WriteKubeconfig(api.Config, "kind-"+name, path); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.kubeconfig = kc
+	return c
+}
+
+func (c *kindCluster) stop(t *testing.T) {
+	t.Helper()
+	c.cancel()
+	// Cluster API first: its managers hold the machine-wide CAPD lock the
+	// target's stack waits for.
+	for i := len(c.ctrls) - 1; i >= 0; i-- {
+		c.ctrls[i].Stop()
+	}
+	if err := c.api.Stop(); err != nil {
+		t.Errorf("stopping the stand-in kind cluster: %v", err)
+	}
+}
+
+// registerNode is a STAND-IN for a kubelet joining: a Ready node.
+func registerNode(t *testing.T, ctx context.Context, c *testenv.Cluster, name string) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Client.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewTime(time.Now())
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
+	if err := c.Client.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,90 @@
+// Package kindstandin is bootcluster.Kind over HTTP, for the end-to-end
+// test only: a STAND-IN for kind where no container engine runs. The test
+// harness serves the clusters (each a real kube-apiserver with the
+// controllers kind's nodes would run); binaries built with the
+// krops_standin_kind tag talk to it at KROPS_STANDIN_KIND_URL instead of
+// driving Docker. Release builds never contain the selection.
+package kindstandin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// EnvURL names the harness's address.
+const EnvURL = "KROPS_STANDIN_KIND_URL"
+
+// Kind is the HTTP client of the harness.
+type Kind struct {
+	base string
+	hc   *http.Client
+}
+
+// New returns Kind for the harness at base (http://127.0.0.1:port).
+func New(base string) (*Kind, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("%s=%q is not an http:// address of the stand-in kind harness", EnvURL, base)
+	}
+	// Creating a cluster starts an API server and its controllers.
+	return &Kind{base: strings.TrimSuffix(base, "/"), hc: &http.Client{Timeout: 5 * time.Minute}}, nil
+}
+
+// List names the clusters the harness runs.
+func (k *Kind) List() ([]string, error) {
+	body, err := k.call(http.MethodGet, "/clusters", nil)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if err := json.Unmarshal(body, &names); err != nil {
+		return nil, fmt.Errorf("stand-in kind: listing clusters: %w", err)
+	}
+	return names, nil
+}
+
+// Create asks the harness for a cluster made from config.
+func (k *Kind) Create(name string, config []byte) error {
+	_, err := k.call(http.MethodPut, "/clusters/"+url.PathEscape(name), config)
+	return err
+}
+
+// Delete removes the cluster; a missing one is not an error, as with kind.
+func (k *Kind) Delete(name string) error {
+	_, err := k.call(http.MethodDelete, "/clusters/"+url.PathEscape(name), nil)
+	return err
+}
+
+// KubeConfig returns the cluster's kubeconfig (internal is accepted and
+// ignored: the harness has one network).
+func (k *Kind) KubeConfig(name string, internal bool) (string, error) {
+	body, err := k.call(http.MethodGet, "/clusters/"+url.PathEscape(name)+"/kubeconfig", nil)
+	return string(body), err
+}
+
+func (k *Kind) call(method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(context.Background(), method, k.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := k.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in kind: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("stand-in kind: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("stand-in kind: %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}

@@ -1,0 +1,116 @@
+package pivot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kropsdev/krops/tools/kit/kubewait"
+)
+
+var machinesGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
+
+// provisionPoll is how often waitProvisioned looks again.
+const provisionPoll = 2 * time.Second
+
+// waitProvisioned waits until clusterctl would start the move: every
+// Cluster in the namespace has its infrastructure provisioned and its
+// control plane initialized, and every Machine has its node. The kubeconfig
+// Secret and the management cluster's nodes come well before that (a
+// worker, or the whole workload cluster, is still provisioning), and a move
+// refused for it would end the run with clusterctl's list of objects.
+func (r *run) waitProvisioned(ctx context.Context) error {
+	p := r.o.Progress
+	return p.Wait(ctx, fmt.Sprintf("every Cluster in %s provisioned, as the move needs (up to %s)", r.o.Namespace, r.o.ReadyTimeout), func(ctx context.Context) error {
+		deadline := time.Now().Add(r.o.ReadyTimeout)
+		last := ""
+		for {
+			pending, total, err := notProvisioned(ctx, r.src.dyn, r.o.Namespace)
+			if err != nil {
+				return err
+			}
+			if len(pending) == 0 {
+				return nil
+			}
+			line := fmt.Sprintf("%d of %d provisioned; waiting for %s", total-len(pending), total, pending[0])
+			if line != last {
+				p.Infof("%s", line)
+				last = line
+			}
+			if time.Now().After(deadline) {
+				return &kubewait.TimeoutError{Timeout: r.o.ReadyTimeout, Blocking: asStates(pending)}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %s", kubewait.ErrInterrupted, pending[0])
+			case <-time.After(provisionPoll):
+			}
+		}
+	})
+}
+
+// notProvisioned lists, in a stable order, the Clusters and Machines of ns
+// that clusterctl's move would refuse, and how many there are in all.
+func notProvisioned(ctx context.Context, dyn dynamic.Interface, ns string) (pending []string, total int, err error) {
+	clusters, err := dyn.Resource(clustersGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing Clusters in %s on kind: %w", ns, err)
+	}
+	machines, err := dyn.Resource(machinesGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing Machines in %s on kind: %w", ns, err)
+	}
+	for i := range clusters.Items {
+		c := &clusters.Items[i]
+		if why := clusterNotProvisioned(c); why != "" {
+			pending = append(pending, fmt.Sprintf("Cluster %s/%s: %s", ns, c.GetName(), why))
+		}
+	}
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		if name, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name"); name == "" {
+			pending = append(pending, fmt.Sprintf("Machine %s/%s: no node yet", ns, m.GetName()))
+		}
+	}
+	slices.Sort(pending)
+	return pending, len(clusters.Items) + len(machines.Items), nil
+}
+
+// clusterNotProvisioned is clusterctl v1.14's check of one Cluster, as a
+// reason ("" when it would move).
+func clusterNotProvisioned(c *unstructured.Unstructured) string {
+	if ok, _, _ := unstructured.NestedBool(c.Object, "status", "initialization", "infrastructureProvisioned"); !ok {
+		return "infrastructure not provisioned yet"
+	}
+	initialized := false
+	conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
+	for _, raw := range conds {
+		if m, ok := raw.(map[string]any); ok && m["type"] == "ControlPlaneInitialized" {
+			initialized = m["status"] == "True"
+		}
+	}
+	_, hasCP, _ := unstructured.NestedMap(c.Object, "spec", "controlPlaneRef")
+	cpDone, _, _ := unstructured.NestedBool(c.Object, "status", "initialization", "controlPlaneInitialized")
+	if !initialized || (hasCP && !cpDone) {
+		return "control plane not initialized yet"
+	}
+	return ""
+}
+
+func asStates(pending []string) []kubewait.State {
+	out := make([]kubewait.State, 0, len(pending))
+	for _, p := range pending {
+		what, why, _ := strings.Cut(p, ": ")
+		kind, name, _ := strings.Cut(what, " ")
+		ns, n, _ := strings.Cut(name, "/")
+		out = append(out, kubewait.State{Target: kubewait.Target{Kind: kind, Namespace: ns, Name: n}, Found: true, Message: why})
+	}
+	return out
+}
