@@ -25,7 +25,10 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // `task teardown` deletes the workload cluster through the real cascade.
 func TestLocalHostLifecycle(t *testing.T) {
 	l := newLifecycle(t)
-	for _, argv := range l.bootstrap() {
+	for i, argv := range l.bootstrap() {
+		if i == 4 && os.Getenv("DEBUG_PAUSE") != "" {
+			time.Sleep(8 * time.Minute)
+		}
 		l.mustRun(t, nil, argv...)
 	}
 	if got := strings.Join(l.kind.created, ","); got != "mgmt" {

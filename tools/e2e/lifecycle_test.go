@@ -77,6 +77,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 	testenv.RunFluxOperator(t, l.target)
 	testenv.Flux(t, l.target)
 	go seedtest.StandInKubelet(ctx, l.target.Client)
+	go standInGarbageCollector(ctx, l.target)
 	go standInOperator(ctx, l.target, false)
 	registerNode(t, ctx, l.target, "local-management-control-plane")
 	l.lb = newMgmtLoadBalancer(t, l.target, clusterCA("default", "local-management", func() []*testenv.Cluster {

@@ -30,8 +30,9 @@ import (
 // run: the Flux Operator and Flux controllers (which krops-flux-seed
 // installs as Deployments) and the Cluster API managers (which Flux
 // installs through the Cluster API operator), a STAND-IN kubelet that
-// registers the node and marks Deployments available, and a STAND-IN for
-// the Cluster API operator's provider inventory.
+// registers the node and marks Deployments available, a STAND-IN for the
+// Cluster API operator's provider inventory, and a STAND-IN for the
+// garbage collector of kube-controller-manager.
 //
 // Creating and deleting need testing.T, which only the test goroutine may
 // fail, so the handlers pass those requests to the goroutine running the
@@ -146,6 +147,7 @@ func (k *standInKind) create(t *testing.T, name string) *kindCluster {
 	c.ctrls = append(c.ctrls, testenv.RunFluxOperator(t, api), testenv.Flux(t, api), testenv.RunClusterAPIStack(t, api))
 	registerNode(t, ctx, api, name+"-control-plane")
 	go seedtest.StandInKubelet(ctx, api.Client)
+	go standInGarbageCollector(ctx, api)
 	// On kind the inventory is the four providers the environment installs
 	// there; the operator would write it once their controllers run.
 	go standInOperator(ctx, api, true)

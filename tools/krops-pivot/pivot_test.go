@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -403,4 +404,51 @@ func interrupted(t *testing.T) []string {
 		t.Errorf("kind was not deleted; engine calls:\n%s", log)
 	}
 	return sortedKeys(objects(t, ctx, w.target))
+}
+
+// clusterctl leaves an object on kind when one of its owner references
+// points at an object that is gone (the garbage collector, which no
+// envtest runs, would drop such a reference). The pivot sees the hole in
+// the move's graph and refuses before anything moves; once the reference
+// is gone, the rerun moves everything.
+func TestPivotRefusesToLeaveAnObjectBehind(t *testing.T) {
+	w := newWorld(t)
+	ctx := w.ctx
+	close(w.nodes)
+	w.provisioned(t)
+	before := objects(t, ctx, w.kind)
+	kcp := &unstructured.Unstructured{}
+	kcp.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlane"})
+	key := client.ObjectKey{Namespace: "default", Name: "local-extra-control-plane"}
+	if err := w.kind.Client.Get(ctx, key, kcp); err != nil {
+		t.Fatal(err)
+	}
+	owners := kcp.GetOwnerReferences()
+	kcp.SetOwnerReferences(append(owners, metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: "local-extra-shim", UID: "00000000-0000-0000-0000-000000000001"}))
+	if err := w.kind.Client.Update(ctx, kcp); err != nil {
+		t.Fatal(err)
+	}
+
+	r := w.run(t)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "the move would leave behind, and deleting kind would lose: KubeadmControlPlane default/local-extra-control-plane") {
+		t.Fatalf("pivot with a dangling owner reference: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got := objects(t, ctx, w.target); len(got) != 0 {
+		t.Errorf("moved although refused: %v", sortedKeys(got))
+	}
+	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); strings.Contains(string(log), "rm ") {
+		t.Errorf("kind was deleted although the pivot refused; engine calls:\n%s", log)
+	}
+
+	if err := w.kind.Client.Get(ctx, key, kcp); err != nil {
+		t.Fatal(err)
+	}
+	kcp.SetOwnerReferences(owners)
+	if err := w.kind.Client.Update(ctx, kcp); err != nil {
+		t.Fatal(err)
+	}
+	if r = w.run(t); r.Code != 0 {
+		t.Fatalf("rerun once the reference is gone: exit %d\n%s", r.Code, r.Stderr)
+	}
+	w.checkMoved(t, before)
 }

@@ -236,6 +236,14 @@ func (r *run) verify(ctx context.Context) error {
 		if n != len(clusters) {
 			return fmt.Errorf("%w: the move's object graph holds %d Clusters but kind lists %d in %s; the backup in %s shows what it found", ErrRefused, n, len(clusters), r.o.Namespace, backup)
 		}
+		missing, err := leftBehind(ctx, r.src.dyn, r.o.Namespace, objs)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w: the move would leave behind, and deleting kind would lose: %s. clusterctl places an object only once every owner it references is placed: look for an owner reference to an object that no longer exists (`kubectl --context %s -n %s get <kind> <name> -o jsonpath='{.metadata.ownerReferences}'`), wait for the garbage collector to drop it, then rerun the pivot; the backup in %s shows what the graph holds",
+				ErrRefused, strings.Join(missing, ", "), r.o.Source.Context, r.o.Namespace, backup)
+		}
 		plan := fmt.Sprintf("# krops pivot plan: %d objects, %d Clusters, from %s to %s (namespace %s)\n%s\n",
 			len(objs), n, r.o.Source.Context, r.o.MgmtContext, r.o.Namespace, strings.Join(objs, "\n"))
 		if err := os.WriteFile(filepath.Join(r.o.StateDir, "plan.txt"), []byte(plan), 0o600); err != nil {

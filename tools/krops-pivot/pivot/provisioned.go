@@ -114,3 +114,46 @@ func asStates(pending []string) []kubewait.State {
 	}
 	return out
 }
+
+// leftBehind lists what the Clusters on kind are made of (each Cluster's
+// control plane and infrastructure objects, and every Machine) that the
+// move's object graph does not hold. clusterctl moves an object only once
+// all its owners are placed, so one whose owner reference points at an
+// object that no longer exists (a dangling reference the garbage collector
+// has not removed yet) is silently left on kind, and deleting kind would
+// lose it.
+func leftBehind(ctx context.Context, dyn dynamic.Interface, ns string, plan []string) ([]string, error) {
+	inPlan := map[string]bool{}
+	for _, p := range plan {
+		inPlan[p] = true
+	}
+	clusters, err := dyn.Resource(clustersGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Clusters in %s on kind: %w", ns, err)
+	}
+	machines, err := dyn.Resource(machinesGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Machines in %s on kind: %w", ns, err)
+	}
+	var want []string
+	for _, c := range clusters.Items {
+		for _, ref := range []string{"controlPlaneRef", "infrastructureRef"} {
+			kind, _, _ := unstructured.NestedString(c.Object, "spec", ref, "kind")
+			name, _, _ := unstructured.NestedString(c.Object, "spec", ref, "name")
+			if kind != "" && name != "" {
+				want = append(want, kind+" "+ns+"/"+name)
+			}
+		}
+	}
+	for _, m := range machines.Items {
+		want = append(want, "Machine "+ns+"/"+m.GetName())
+	}
+	var missing []string
+	for _, w := range want {
+		if !inPlan[w] {
+			missing = append(missing, w)
+		}
+	}
+	slices.Sort(missing)
+	return missing, nil
+}
