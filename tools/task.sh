@@ -11,4 +11,6 @@ if [[ ! -x "$cache/task" ]]; then
 fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$cache:$PATH"
-exec task "$@"
+# --exit-code: a tool's own exit code (2 refused, 3 unknown state) reaches the caller
+# instead of task's generic 201.
+exec task --exit-code "$@"

@@ -1,13 +1,17 @@
 package e2e_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,47 +21,187 @@ import (
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// The local-host lifecycle end to end: `task bootstrap`'s chain creates
-// "kind", seeds the real Flux Operator and Flux onto it, which reconcile
-// the e2e tree; the real Cluster API controllers provision local-management
-// and local-workload; krops-pivot moves them to the management cluster and
-// deletes kind; the Cluster API controllers there take the clusters over;
-// `task teardown` deletes the workload cluster through the real cascade.
+// phase is one part of the lifecycle, for the report.
+type phase struct {
+	name          string
+	wall, waiting time.Duration
+}
+
+// The local-host lifecycle end to end, with a fault in every phase and a
+// rerun of the same command after each:
+//
+//   - `task bootstrap`'s chain creates "kind"; the real Flux Operator and
+//     Flux reconcile the e2e tree; the source-controller dies during the
+//     seed (the seed runs out of time, exit 1; the rerun converges);
+//   - the real Cluster API controllers provision local-management and
+//     local-workload, and krops-pivot moves them, killed (SIGKILL) at every
+//     step boundary and rerun until it finishes; kind is deleted;
+//   - the management cluster's own Cluster API controllers take over;
+//   - `tools/task.sh teardown` loses the management cluster's API in the
+//     middle (exit 3 through task, nothing more deleted), and the rerun
+//     once it is back deletes the workload cluster through the real
+//     cascade and removes the management cluster's containers.
 func TestLocalHostLifecycle(t *testing.T) {
 	l := newLifecycle(t)
-	for i, argv := range l.bootstrap() {
-		if i == 4 && os.Getenv("DEBUG_PAUSE") != "" {
-			time.Sleep(8 * time.Minute)
-		}
-		l.mustRun(t, nil, argv...)
+	chain := l.bootstrap()
+	for _, argv := range chain[:3] {
+		l.mustRun(t, runOptions{}, argv...)
 	}
 	if got := strings.Join(l.kind.created, ","); got != "mgmt" {
-		t.Errorf("kind clusters created: %q, want mgmt", got)
+		t.Fatalf("kind clusters created: %q, want mgmt", got)
 	}
+
+	seedWithoutSourceController(t, l, chain[3])
+	runID := l.runID(t)
+	pivotKilledAtEveryStep(t, l, chain[4])
 	if got := strings.Join(l.kind.deleted, ","); got != "mgmt" {
 		t.Errorf("kind clusters deleted by the pivot: %q, want mgmt", got)
 	}
 	if _, err := os.Stat(filepath.Join(l.home, ".kube", "krops-mgmt.yaml")); err != nil {
 		t.Errorf("the management cluster's kubeconfig: %v", err)
 	}
-
-	// The management cluster's own Cluster API controllers (installed by
-	// the pivot through the operator, which cannot run here) take over.
-	testenv.RunClusterAPIStack(t, l.target)
-	for _, name := range []string{"local-management", "local-workload"} {
-		d := testenv.WaitCluster(t, l.target, "default", name, testenv.ClusterAvailable, 4*time.Minute)
-		t.Logf("%s Available on the management cluster %s after its controllers started", name, d.Round(time.Second))
+	if got := l.targetRunID(t); got != runID {
+		t.Errorf("the management cluster carries run %q, kind had %q", got, runID)
 	}
 
-	task := testenv.Program(t, "KROPS_TASK_BIN", "task", "run tests through `tools/task.sh test`, which installs the pinned task")
-	r := l.mustRun(t, nil, task, "--taskfile", filepath.Join(absRepo(t), "Taskfile.yml"), "teardown", "ENV=local-host", "BIN="+l.bin)
-	t.Logf("teardown:\n%s", r.Stderr)
-	if l.exists(t, "local-workload") {
-		t.Error("the workload Cluster is still there after the teardown")
+	l.controllersTakeOver(t)
+	teardownLosingTheAPI(t, l)
+}
+
+// seedWithoutSourceController kills the source-controller on kind as the
+// seed applies the FluxInstance: Flux cannot fetch the artifact, the seed's
+// wait runs out (exit 1, naming what it waited for), and once the
+// controller is back the same command converges.
+func seedWithoutSourceController(t *testing.T, l *lifecycle, argv []string) {
+	t.Helper()
+	flux := l.kind.cluster("mgmt").flux
+	killed := false
+	r := l.run(t, runOptions{env: []string{"LOCAL_RECONCILE_TIMEOUT=30s"}, onEvent: func(ev event, _ *os.Process) {
+		if !killed && ev.Msg == "step started" && strings.HasPrefix(ev.Step, "FluxInstance") {
+			flux.Kill(t, "source-controller")
+			killed = true
+		}
+	}}, argv...)
+	if !killed || r.Code != 1 || !strings.Contains(r.Stderr, "Kustomization flux-system/flux-system") {
+		t.Fatalf("seed without source-controller (killed: %t): exit %d\n%s", killed, r.Code, r.Stderr)
+	}
+	flux.Start(t, "source-controller")
+	l.mustRun(t, runOptions{}, argv...)
+}
+
+// pivotKilledAtEveryStep runs the pivot and kills it (SIGKILL) after the
+// first finished step, reruns it and kills it after the second, and so on,
+// until a run finishes on its own: every step boundary is a crash point.
+func pivotKilledAtEveryStep(t *testing.T, l *lifecycle, argv []string) {
+	t.Helper()
+	for k := 1; ; k++ {
+		if k > 40 {
+			t.Fatal("the pivot never finished")
+		}
+		done := 0
+		r := l.run(t, runOptions{onEvent: func(ev event, p *os.Process) {
+			if ev.Msg != "step done" {
+				return
+			}
+			if done++; done == k {
+				_ = p.Signal(syscall.SIGKILL)
+			}
+		}}, argv...)
+		if r.Code == 0 {
+			t.Logf("the pivot finished on run %d after %d kills (%d steps done in the last run)", k, k-1, done)
+			return
+		}
+		if r.Code != -1 {
+			// Not our SIGKILL: the pivot failed by itself.
+			t.Fatalf("pivot run %d (to be killed after step %d): exit %d\n%s\nstand-in engine calls:\n%s", k, k, r.Code, r.Stderr, l.engineLog())
+		}
 	}
 }
 
-func absRepo(t *testing.T) string {
+// controllersTakeOver starts the management cluster's own Cluster API
+// controllers (installed by the pivot through the operator, which cannot
+// run here) and waits until the moved Clusters are Available again.
+func (l *lifecycle) controllersTakeOver(t testing.TB) time.Duration {
+	t.Helper()
+	start := time.Now()
+	testenv.RunClusterAPIStack(t, l.target)
+	for _, name := range []string{"local-management", "local-workload"} {
+		testenv.WaitCluster(t, l.target, "default", name, testenv.ClusterAvailable, 4*time.Minute)
+	}
+	return time.Since(start)
+}
+
+// teardownLosingTheAPI takes the management cluster's API away as the
+// teardown starts deleting Clusters: it stops with exit 3 (unknown state),
+// through task, and removes nothing more; once the API is back, the rerun
+// finishes.
+func teardownLosingTheAPI(t *testing.T, l *lifecycle) {
+	t.Helper()
+	argv := l.teardown(t)
+	down := false
+	r := l.run(t, runOptions{onEvent: func(ev event, _ *os.Process) {
+		if !down && ev.Msg == "step started" && strings.HasPrefix(ev.Step, "deleting Clusters") {
+			l.lb.Down()
+			down = true
+		}
+	}}, argv...)
+	if !down || r.Code != 3 {
+		t.Fatalf("teardown without the management cluster's API (down: %t): exit %d, want 3\n%s\nstand-in engine calls:\n%s", down, r.Code, r.Stderr, l.engineLog())
+	}
+	if log := l.engineLog(); strings.Contains(log, "rm ") {
+		t.Errorf("the teardown removed containers on unknown state:\n%s", log)
+	}
+	if err := l.lb.Up(); err != nil {
+		t.Fatal(err)
+	}
+	r = l.mustRun(t, runOptions{}, argv...)
+	if l.exists(t, "local-workload") {
+		t.Error("the workload Cluster is still there after the teardown")
+	}
+	if !l.exists(t, "local-management") {
+		t.Error("the teardown asked the management Cluster to delete itself")
+	}
+	log := l.engineLog()
+	for _, want := range []string{"ps -a --filter name=^local-management", "rm -f -v krops-registry"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the teardown did not run %q; engine calls:\n%s", want, log)
+		}
+	}
+}
+
+// teardown is `tools/task.sh teardown ENV=local-host`, the README's
+// command, with the stand-in-kind builds as BIN.
+func (l *lifecycle) teardown(t testing.TB) []string {
+	t.Helper()
+	return []string{filepath.Join(absRepo(t), "tools", "task.sh"), "teardown", "ENV=local-host", "BIN=" + l.bin, "--", "--log-format", "json"}
+}
+
+// taskCache is a cache directory (XDG_CACHE_HOME) in which tools/task.sh
+// finds the pinned task it would otherwise install: the test's HOME is
+// empty, and installing task there would download and build it each run.
+func taskCache(t testing.TB) string {
+	t.Helper()
+	bin := testenv.Program(t, "KROPS_TASK_BIN", "task", "run tests through `tools/task.sh test`, which installs the pinned task")
+	script, err := os.ReadFile(filepath.Join(repo, "tools", "task.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TASK_VERSION=(\S+)`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("tools/task.sh sets no TASK_VERSION")
+	}
+	cache := t.TempDir()
+	dir := filepath.Join(cache, "krops", "tools", "task-"+string(m[1]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "task")); err != nil {
+		t.Fatal(err)
+	}
+	return cache
+}
+
+func absRepo(t testing.TB) string {
 	t.Helper()
 	p, err := filepath.Abs(repo)
 	if err != nil {
@@ -66,7 +210,7 @@ func absRepo(t *testing.T) string {
 	return p
 }
 
-func (l *lifecycle) exists(t *testing.T, name string) bool {
+func (l *lifecycle) exists(t testing.TB, name string) bool {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(testenv.ClusterGVK)
@@ -75,4 +219,35 @@ func (l *lifecycle) exists(t *testing.T, name string) bool {
 		t.Fatal(err)
 	}
 	return err == nil
+}
+
+// runID is the run kind's krops-run ConfigMap records.
+func (l *lifecycle) runID(t testing.TB) string {
+	t.Helper()
+	return runIDOn(t, l.kind.cluster("mgmt").api)
+}
+
+func (l *lifecycle) targetRunID(t testing.TB) string {
+	t.Helper()
+	return runIDOn(t, l.target)
+}
+
+func runIDOn(t testing.TB, c *testenv.Cluster) string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := c.Client.Get(t.Context(), client.ObjectKey{Namespace: "flux-system", Name: "krops-run"}, &cm); err != nil {
+		t.Fatalf("the run metadata: %v", err)
+	}
+	return cm.Data["KROPS_RUN_ID"]
+}
+
+// report prints the phases: wall time, waiting on controllers, krops's own.
+func report(t testing.TB, phases []phase) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-28s %8s %8s %8s\n", "phase", "wall", "waiting", "own")
+	for _, p := range phases {
+		fmt.Fprintf(&b, "%-28s %7.1fs %7.1fs %7.1fs\n", p.name, p.wall.Seconds(), p.waiting.Seconds(), (p.wall - p.waiting).Seconds())
+	}
+	return b.String()
 }

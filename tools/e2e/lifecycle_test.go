@@ -1,8 +1,11 @@
 package e2e_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,7 +63,7 @@ type lifecycle struct {
 	ctx                        context.Context
 }
 
-func newLifecycle(t *testing.T) *lifecycle {
+func newLifecycle(t testing.TB) *lifecycle {
 	t.Helper()
 	testenv.Integration(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -103,7 +106,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 		"KROPS_PLUGIN_DIR=" + l.bin, "KROPS_STANDIN_KIND_URL=" + l.kind.URL,
 		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "BOOTSTRAP_PIVOT=1",
 		"KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567", "KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops",
-		"LOCAL_RECONCILE_TIMEOUT=5m",
+		"LOCAL_RECONCILE_TIMEOUT=5m", "XDG_CACHE_HOME=" + taskCache(t),
 	}
 	return l
 }
@@ -111,7 +114,13 @@ func newLifecycle(t *testing.T) *lifecycle {
 // bootstrap is `task bootstrap ENV=local-host` (Taskfile.yml), command by
 // command, with the flags that point the charts at the loopback
 // repositories; TestBootstrapMirrorsTheTaskfile keeps the two in step.
-func (l *lifecycle) bootstrap() [][]string { return bootstrapChain(l.seedFlags, l.pivotFlags) }
+func (l *lifecycle) bootstrap() [][]string {
+	chain := bootstrapChain(l.seedFlags, l.pivotFlags)
+	for i, argv := range chain {
+		chain[i] = append([]string{argv[0], "--log-format", "json"}, argv[1:]...)
+	}
+	return chain
+}
 
 func bootstrapChain(seedFlags, pivotFlags []string) [][]string {
 	return [][]string{
@@ -123,10 +132,35 @@ func bootstrapChain(seedFlags, pivotFlags []string) [][]string {
 	}
 }
 
-// run runs a krops binary (or the task binary, by path) in the repository
-// copy and, while it runs, carries out the stand-in kind's creations and
+// runOptions shape one run.
+type runOptions struct {
+	env []string
+	// onEvent sees every JSON progress event (--log-format json) as it
+	// comes, with the process, so a test can kill it at a boundary.
+	onEvent func(ev event, p *os.Process)
+}
+
+// event is one line of a binary's JSON progress output.
+type event struct {
+	Msg     string  `json:"msg"`
+	Intent  string  `json:"intent"`
+	Step    string  `json:"step"`
+	Seconds float64 `json:"seconds"`
+	Error   string  `json:"error"`
+}
+
+// result is a finished run: its output, exit code, wall time, and the time
+// its steps spent waiting on controllers.
+type result struct {
+	testenv.Result
+	wall, waiting time.Duration
+	events        []event
+}
+
+// run runs a krops binary (or a program, by path) in the repository copy
+// and, while it runs, carries out the stand-in kind's creations and
 // deletions on the test goroutine.
-func (l *lifecycle) run(t *testing.T, extraEnv []string, argv ...string) testenv.Result {
+func (l *lifecycle) run(t testing.TB, o runOptions, argv ...string) result {
 	t.Helper()
 	bin := argv[0]
 	if !filepath.IsAbs(bin) {
@@ -134,29 +168,60 @@ func (l *lifecycle) run(t *testing.T, extraEnv []string, argv ...string) testenv
 	}
 	cmd := exec.Command(bin, argv[1:]...)
 	cmd.Dir = l.root
-	cmd.Env = append(append([]string{}, l.env...), extraEnv...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
+	cmd.Env = append(append([]string{}, l.env...), o.env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout = &out
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
+	events := make(chan event, 64)
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			errOut.WriteString(line + "\n")
+			var ev event
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Msg != "" {
+				events <- ev
+			}
+		}
+	}()
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); _ = pw.Close(); <-read; close(done) }()
+	r := result{}
 	for {
 		select {
 		case req := <-l.kind.reqs:
 			l.kind.handle(t, req)
+		case ev := <-events:
+			r.events = append(r.events, ev)
+			if ev.Msg == "step done" && ev.Intent == "waiting" {
+				r.waiting += time.Duration(ev.Seconds * float64(time.Second))
+			}
+			if o.onEvent != nil {
+				o.onEvent(ev, cmd.Process)
+			}
 		case <-done:
-			return testenv.Result{Stdout: o.String(), Stderr: e.String(), Code: cmd.ProcessState.ExitCode()}
+			for len(events) > 0 {
+				r.events = append(r.events, <-events)
+			}
+			r.wall = time.Since(start)
+			r.Result = testenv.Result{Stdout: out.String(), Stderr: errOut.String(), Code: cmd.ProcessState.ExitCode()}
+			return r
 		}
 	}
 }
 
-func (l *lifecycle) mustRun(t *testing.T, extraEnv []string, argv ...string) testenv.Result {
+func (l *lifecycle) mustRun(t testing.TB, o runOptions, argv ...string) result {
 	t.Helper()
-	start := time.Now()
-	r := l.run(t, extraEnv, argv...)
-	t.Logf("%s: exit %d in %s", strings.Join(argv[:min(2, len(argv))], " "), r.Code, time.Since(start).Round(100*time.Millisecond))
+	r := l.run(t, o, argv...)
+	t.Logf("%s: exit %d in %s (waiting on controllers %s)", label(argv), r.Code, r.wall.Round(100*time.Millisecond), r.waiting.Round(100*time.Millisecond))
 	if r.Code != 0 {
 		t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s\nstand-in engine calls:\n%s", strings.Join(argv, " "), r.Code, r.Stdout, r.Stderr, l.engineLog())
 	}
@@ -181,7 +246,7 @@ func (k *standInKind) apis() []*testenv.Cluster {
 
 // repoCopy is the part of the repository the chain reads: bootstrap.toml
 // (the e2e one), the trees and the image inventory.
-func repoCopy(t *testing.T) string {
+func repoCopy(t testing.TB) string {
 	t.Helper()
 	root := t.TempDir()
 	for _, d := range []string{"mgmt", "workload"} {
@@ -206,7 +271,7 @@ func repoCopy(t *testing.T) string {
 
 // buildBinaries builds the lifecycle's binaries with the stand-in kind
 // (tag krops_standin_kind) and the docker provider, into one directory.
-func buildBinaries(t *testing.T) string {
+func buildBinaries(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, b := range []struct{ pkg, name, tags string }{
@@ -234,7 +299,7 @@ func buildBinaries(t *testing.T) string {
 // load balancer's), and CAPD's containers (none: the in-memory backend
 // makes none). Every call is logged. The plugin runs it with a filtered
 // environment, so its settings are written in.
-func standInEngine(t *testing.T, registryPort string, lbPort int) string {
+func standInEngine(t testing.TB, registryPort string, lbPort int) string {
 	t.Helper()
 	dir := t.TempDir()
 	script := strings.NewReplacer("@DIR@", dir, "@REGPORT@", registryPort, "@LBPORT@", itoa(lbPort)).Replace(`#!/bin/sh
@@ -259,4 +324,18 @@ esac
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// label names a command for the log: the program and its first argument
+// after the log-format flag.
+func label(argv []string) string {
+	var words []string
+	for i := 0; i < len(argv) && len(words) < 2; i++ {
+		if argv[i] == "--log-format" {
+			i++
+			continue
+		}
+		words = append(words, filepath.Base(argv[i]))
+	}
+	return strings.Join(words, " ")
 }

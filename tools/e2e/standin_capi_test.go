@@ -128,7 +128,7 @@ type mgmtLoadBalancer struct {
 	srv    *http.Server
 }
 
-func newMgmtLoadBalancer(t *testing.T, target *testenv.Cluster, ca func(ctx context.Context) ([]byte, []byte, error)) *mgmtLoadBalancer {
+func newMgmtLoadBalancer(t testing.TB, target *testenv.Cluster, ca func(ctx context.Context) ([]byte, []byte, error)) *mgmtLoadBalancer {
 	t.Helper()
 	tr, err := rest.TransportFor(target.Config)
 	if err != nil {

@@ -49,6 +49,7 @@ type standInKind struct {
 
 type kindCluster struct {
 	api    *testenv.Cluster
+	flux   *testenv.Controllers
 	ctrls  []*testenv.Controllers
 	cancel context.CancelFunc
 	// kubeconfig is what `kind get kubeconfig` prints: context kind-<name>.
@@ -61,7 +62,7 @@ type kindRequest struct {
 	done     chan error
 }
 
-func newStandInKind(t *testing.T) *standInKind {
+func newStandInKind(t testing.TB) *standInKind {
 	k := &standInKind{reqs: make(chan kindRequest), clusters: map[string]*kindCluster{}}
 	srv := httptest.NewServer(http.HandlerFunc(k.serve))
 	t.Cleanup(srv.Close)
@@ -107,7 +108,7 @@ func (k *standInKind) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // handle carries out a create or delete on the test goroutine.
-func (k *standInKind) handle(t *testing.T, req kindRequest) {
+func (k *standInKind) handle(t testing.TB, req kindRequest) {
 	t.Helper()
 	switch req.op {
 	case http.MethodPut:
@@ -138,13 +139,14 @@ func (k *standInKind) handle(t *testing.T, req kindRequest) {
 	req.done <- nil
 }
 
-func (k *standInKind) create(t *testing.T, name string) *kindCluster {
+func (k *standInKind) create(t testing.TB, name string) *kindCluster {
 	t.Helper()
 	api := testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-" + name, CRDs: allCRDs, Webhooks: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &kindCluster{api: api, cancel: cancel}
 	testenv.LabelForMove(t, ctx, api)
-	c.ctrls = append(c.ctrls, testenv.RunFluxOperator(t, api), testenv.Flux(t, api), testenv.RunClusterAPIStack(t, api))
+	c.flux = testenv.Flux(t, api)
+	c.ctrls = append(c.ctrls, testenv.RunFluxOperator(t, api), c.flux, testenv.RunClusterAPIStack(t, api))
 	registerNode(t, ctx, api, name+"-control-plane")
 	go seedtest.StandInKubelet(ctx, api.Client)
 	go standInGarbageCollector(ctx, api)
@@ -163,7 +165,7 @@ func (k *standInKind) create(t *testing.T, name string) *kindCluster {
 	return c
 }
 
-func (c *kindCluster) stop(t *testing.T) {
+func (c *kindCluster) stop(t testing.TB) {
 	t.Helper()
 	c.cancel()
 	// Cluster API first: its managers hold the machine-wide CAPD lock the
@@ -177,7 +179,7 @@ func (c *kindCluster) stop(t *testing.T) {
 }
 
 // registerNode is a STAND-IN for a kubelet joining: a Ready node.
-func registerNode(t *testing.T, ctx context.Context, c *testenv.Cluster, name string) {
+func registerNode(t testing.TB, ctx context.Context, c *testenv.Cluster, name string) {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := c.Client.Create(ctx, n); err != nil {
@@ -188,4 +190,11 @@ func registerNode(t *testing.T, ctx context.Context, c *testenv.Cluster, name st
 	if err := c.Client.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cluster is the running stand-in kind cluster name, or nil.
+func (k *standInKind) cluster(name string) *kindCluster {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.clusters[name]
 }

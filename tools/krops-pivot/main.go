@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
+	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/helmrelease"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedconfig"
@@ -104,6 +107,45 @@ func answers(c seed.Cluster) (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
+// finishedEarlier recognises a pivot that ended after deleting kind but
+// before it could say so (killed, or the machine went down): the
+// management cluster answers and carries the run's metadata, that run's
+// state says the move finished (kind is deleted only after the move and
+// the seed), and kind's own listing confirms the cluster is gone. It then
+// removes the stale kind context, if any, and returns the run id. Anything
+// less certain is not a finish.
+func finishedEarlier(ctx context.Context, sel *cli.Selected, mgmt seed.Cluster, stateRoot, kubeconfig string, prog *ui.Progress, out io.Writer) (string, bool) {
+	mc, err := answers(mgmt)
+	if err != nil {
+		return "", false
+	}
+	boot := sel.Config.Bootstrap
+	cm, err := mc.CoreV1().ConfigMaps(boot.FluxNamespace).Get(ctx, runmeta.ConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		return "", false
+	}
+	tags, err := runmeta.FromData(cm.Data)
+	if err != nil {
+		return "", false
+	}
+	st, err := pivot.LoadState(filepath.Join(stateRoot, tags.RunID))
+	if err != nil || !st.Moved {
+		return "", false
+	}
+	ks, err := kindsetup.Load(ctx, sel, prog, out)
+	if err != nil || ks.Options.Kind == nil {
+		return "", false
+	}
+	names, err := ks.Options.Kind.List()
+	if err != nil || slices.Contains(names, boot.KindCluster) {
+		return "", false
+	}
+	if err := kubecfg.Remove(kubeconfig, boot.KindContext); err != nil {
+		prog.Warnf("removing the stale context %s from %s: %v", boot.KindContext, kubeconfig, err)
+	}
+	return tags.RunID, true
+}
+
 // registryAnswers probes the local registry Flux syncs from (sync = oci).
 func registryAnswers(ctx context.Context, ref string) error {
 	hostPort, _, _ := strings.Cut(ref, "/")
@@ -145,10 +187,19 @@ func pivotAction(c *ucli.Context) error {
 	source := seed.Cluster{Kubeconfig: kubeconfig, Context: boot.KindContext}
 	mgmt := seed.Cluster{Kubeconfig: sel.Knobs.MgmtKubeconfig, Context: boot.MgmtContext}
 
+	stateRoot := c.String("state-dir")
+	if stateRoot == "" {
+		stateRoot = filepath.Join(sel.Config.Root, ".krops", "pivot")
+	}
+
 	// Step 0, preflight: nothing changes before every check passes.
 	var problems []string
 	kc, err := answers(source)
 	if err != nil {
+		if run, ok := finishedEarlier(ctx, sel, mgmt, stateRoot, kubeconfig, prog, c.App.Writer); ok {
+			fmt.Fprintf(c.App.Writer, "The pivot of run %s has finished: the management cluster holds the moved Clusters and kind is gone.\n", run)
+			return nil
+		}
 		msg := fmt.Sprintf("kind (context %s in %s) does not answer: %v", source.Context, kubeconfig, err)
 		if _, merr := answers(mgmt); merr == nil {
 			msg += fmt.Sprintf("; the management cluster answers through %s: if an earlier pivot deleted kind, it has finished", mgmt.Kubeconfig)
@@ -242,11 +293,6 @@ func pivotAction(c *ucli.Context) error {
 	if len(problems) > 0 {
 		return cli.UsageError(fmt.Errorf("preflight failed, nothing was changed:\n  %s", strings.Join(problems, "\n  ")))
 	}
-	stateRoot := c.String("state-dir")
-	if stateRoot == "" {
-		stateRoot = filepath.Join(sel.Config.Root, ".krops", "pivot")
-	}
-
 	var extra [][]byte
 	o := pivot.Options{
 		Source: source, Namespace: boot.MgmtNamespace, MgmtCluster: env.MgmtCluster, FluxNamespace: boot.FluxNamespace,

@@ -36,6 +36,64 @@ type Controllers struct {
 	cmds      []*exec.Cmd
 	// afterStop runs once the processes are gone (releasing a lock).
 	afterStop func()
+
+	mu      sync.Mutex
+	cluster *Cluster
+	defs    []controller
+	health  map[string]string
+}
+
+// Kill stops the named controller alone, as if its pod died; Start brings
+// it back. For tests of what a tool does while a controller is gone.
+func (c *Controllers) Kill(t testing.TB, name string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.index(t, name)
+	stopAll([]*exec.Cmd{c.cmds[i]})
+}
+
+// Start starts the named controller again after Kill and waits until it
+// is ready.
+func (c *Controllers) Start(t testing.TB, name string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.index(t, name)
+	cmd, err := startController(c.cluster, c.Namespace, c.defs[i], c.health[name], c.logs[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cmds[i] = cmd
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := waitHealthy(ctx, "http://"+c.health[name]+"/readyz"); err != nil {
+		t.Fatalf("%s did not become ready again: %v", name, err)
+	}
+}
+
+func (c *Controllers) index(t testing.TB, name string) int {
+	t.Helper()
+	for i, d := range c.defs {
+		if d.name == name {
+			return i
+		}
+	}
+	t.Fatalf("no controller %s here", name)
+	return -1
+}
+
+func startController(c *Cluster, namespace string, ctl controller, health string, logs *proc.Buffer) (*exec.Cmd, error) {
+	cmd, err := supervisedCommand(ctl.bin, ctl.args(health)...)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(append(cmd.Env, "KUBECONFIG="+c.Kubeconfig, "RUNTIME_NAMESPACE="+namespace), ctl.env...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", ctl.name, err)
+	}
+	return cmd, nil
 }
 
 // Stop stops the controllers now (t's cleanup would otherwise), for a test
@@ -158,7 +216,7 @@ func port(t testing.TB) int {
 // ready, and stops them when t ends (printing their logs if t failed).
 func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
 	t.Helper()
-	cs := &Controllers{Namespace: "flux-system", logs: map[string]*proc.Buffer{}}
+	cs := &Controllers{Namespace: "flux-system", logs: map[string]*proc.Buffer{}, cluster: c, defs: ctrls, health: map[string]string{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}
 	if err := c.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", cs.Namespace, err)
@@ -177,16 +235,12 @@ func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
 			t.Fatalf("%s: %v", ctl.name, err)
 		}
 		health[ctl.name] = "127.0.0.1:" + strconv.Itoa(port(t))
-		cmd, err := supervisedCommand(ctl.bin, ctl.args(health[ctl.name])...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Env = append(append(cmd.Env, "KUBECONFIG="+c.Kubeconfig, "RUNTIME_NAMESPACE="+cs.Namespace), ctl.env...)
+		cs.health[ctl.name] = health[ctl.name]
 		logs := &proc.Buffer{}
 		cs.logs[ctl.name] = logs
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting %s: %v", ctl.name, err)
+		cmd, err := startController(c, cs.Namespace, ctl, health[ctl.name], logs)
+		if err != nil {
+			t.Fatal(err)
 		}
 		cs.cmds = append(cs.cmds, cmd)
 	}

@@ -28,7 +28,7 @@ import (
 // OperatorChart builds a flux-operator chart from the operator module's own
 // install manifests (no chart ships in a Go module) and pushes it to the
 // loopback registry as <host>/charts/flux-operator:<version>.
-func OperatorChart(t *testing.T, reg *testenv.OCIRegistry, version string) string {
+func OperatorChart(t testing.TB, reg *testenv.OCIRegistry, version string) string {
 	t.Helper()
 	crd := testenv.CRDPaths(t, testenv.FluxOperator)[0]
 	module := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(crd)))) // .../config/crd/bases/x.yaml

@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options) error {
 	if r.src, err = connect(o.Source); err != nil {
 		return err
 	}
-	if r.state, err = loadState(o.StateDir); err != nil {
+	if r.state, err = LoadState(o.StateDir); err != nil {
 		return err
 	}
 	p := o.Progress

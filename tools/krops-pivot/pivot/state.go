@@ -27,7 +27,8 @@ type State struct {
 	Moved bool `json:"moved,omitempty"`
 }
 
-func loadState(dir string) (State, error) {
+// LoadState reads the state a pivot run saved in dir (empty when none).
+func LoadState(dir string) (State, error) {
 	var s State
 	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
 	if errors.Is(err, os.ErrNotExist) {
