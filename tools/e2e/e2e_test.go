@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,7 +77,7 @@ func seedWithoutSourceController(t *testing.T, l *lifecycle, argv []string) {
 	t.Helper()
 	flux := l.kind.cluster("mgmt").flux
 	killed := false
-	r := l.run(t, runOptions{env: []string{"LOCAL_RECONCILE_TIMEOUT=30s"}, onEvent: func(ev event, _ *os.Process) {
+	r := l.run(t, runOptions{env: []string{"LOCAL_RECONCILE_TIMEOUT=20s"}, onEvent: func(ev event, _ *os.Process) {
 		if !killed && ev.Msg == "step started" && strings.HasPrefix(ev.Step, "FluxInstance") {
 			flux.Kill(t, "source-controller")
 			killed = true
@@ -94,6 +95,7 @@ func seedWithoutSourceController(t *testing.T, l *lifecycle, argv []string) {
 // until a run finishes on its own: every step boundary is a crash point.
 func pivotKilledAtEveryStep(t *testing.T, l *lifecycle, argv []string) {
 	t.Helper()
+	var killedAfter []string
 	for k := 1; ; k++ {
 		if k > 40 {
 			t.Fatal("the pivot never finished")
@@ -105,10 +107,18 @@ func pivotKilledAtEveryStep(t *testing.T, l *lifecycle, argv []string) {
 			}
 			if done++; done == k {
 				_ = p.Signal(syscall.SIGKILL)
+				killedAfter = append(killedAfter, ev.Step)
 			}
 		}}, argv...)
 		if r.Code == 0 {
-			t.Logf("the pivot finished on run %d after %d kills (%d steps done in the last run)", k, k-1, done)
+			t.Logf("the pivot finished on run %d, after %d kills, each right after a step:\n  %s", k, k-1, strings.Join(killedAfter, "\n  "))
+			// The kills that matter most: around the move, and after
+			// kind's deletion.
+			for _, want := range []string{"moving", "deleting kind"} {
+				if !slices.ContainsFunc(killedAfter, func(s string) bool { return strings.HasPrefix(s, want) }) {
+					t.Errorf("no kill right after a step starting %q", want)
+				}
+			}
 			return
 		}
 		if r.Code != -1 {
