@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,10 @@ func TestClustersWithRealClusterAPI(t *testing.T) {
 
 	var chosen []Object
 	for _, o := range in.Objects {
-		if clusterRoots.MatchString(o.Root) {
+		// mgmt/local-host-e2e's Clusters are local-host's, byte for byte
+		// (tools/e2e checks it), under the same names: tools/e2e provisions
+		// them from its in-memory classes with the whole real stack.
+		if clusterRoots.MatchString(o.Root) && !strings.HasPrefix(o.Root, "mgmt/local-host-e2e/") {
 			chosen = append(chosen, o)
 		}
 	}
