@@ -81,8 +81,10 @@ func newLifecycle(t testing.TB) *lifecycle {
 	testenv.Flux(t, l.target)
 	go seedtest.StandInKubelet(ctx, l.target.Client)
 	go standInGarbageCollector(ctx, l.target)
-	go standInOperator(ctx, l.target, false)
-	registerNode(t, ctx, l.target, "local-management-control-plane")
+	go testenv.StandInCAPIOperator(ctx, l.target, nil)
+	if err := testenv.StandInNodes(ctx, l.target.Client, "local-management-control-plane", 1); err != nil {
+		t.Fatal(err)
+	}
 	l.lb = newMgmtLoadBalancer(t, l.target, clusterCA("default", "local-management", func() []*testenv.Cluster {
 		cs := l.kind.apis()
 		return append(cs, l.target)

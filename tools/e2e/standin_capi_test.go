@@ -16,16 +16,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,16 +29,10 @@ import (
 
 var allCRDs = []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm, testenv.FluxOperator}
 
-// providerKinds are the Cluster API operator's provider kinds, with the
-// prefix clusterctl's inventory gives each type.
-var providerKinds = []struct{ kind, prefix string }{
-	{"CoreProvider", ""}, {"BootstrapProvider", "bootstrap-"}, {"ControlPlaneProvider", "control-plane-"},
-	{"InfrastructureProvider", "infrastructure-"}, {"AddonProvider", "addon-"},
-}
-
-// kindInventory is what the operator records on kind for local-host's
-// providers (mgmt/local-host/capi-providers without the addon provider,
-// which the e2e tree leaves out).
+// kindInventory is the clusterctl inventory the Cluster API operator
+// writes on kind for local-host's providers (mgmt/local-host/capi-providers
+// without the addon provider), which Flux would have installed there; the
+// e2e tree leaves them out.
 var kindInventory = []struct{ name, namespace, typ string }{
 	{"cluster-api", "capi-system", "CoreProvider"},
 	{"bootstrap-kubeadm", "capi-kubeadm-bootstrap-system", "BootstrapProvider"},
@@ -51,59 +40,13 @@ var kindInventory = []struct{ name, namespace, typ string }{
 	{"infrastructure-docker", "capd-system", "InfrastructureProvider"},
 }
 
-// standInOperator is a STAND-IN for the Cluster API operator (it runs
-// providers as pods): every provider object applied becomes Ready and gets
-// its clusterctl inventory entry, as the operator writes once the
-// provider's controllers run. onKind adds local-host's inventory up front,
-// for the providers Flux would have installed on kind.
-func standInOperator(ctx context.Context, c *testenv.Cluster, onKind bool) {
-	for ctx.Err() == nil {
-		if onKind {
-			for _, p := range kindInventory {
-				_ = ensureInventory(ctx, c, p.name, p.namespace, p.typ)
-			}
-		}
-		for _, pk := range providerKinds {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Kind: pk.kind + "List"})
-			if err := c.Client.List(ctx, list); err != nil {
-				continue
-			}
-			for i := range list.Items {
-				u := &list.Items[i]
-				if st, _, _ := testenv.Condition(u, "Ready"); st != "True" {
-					_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "StandIn",
-						"message": "stand-in operator", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
-					_ = c.Client.Status().Update(ctx, u)
-				}
-				_ = ensureInventory(ctx, c, pk.prefix+u.GetName(), u.GetNamespace(), pk.kind)
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(300 * time.Millisecond):
+func writeKindInventory(t testing.TB, ctx context.Context, c *testenv.Cluster) {
+	t.Helper()
+	for _, p := range kindInventory {
+		if err := testenv.CreateProviderInventory(ctx, c, p.name, p.namespace, p.typ); err != nil {
+			t.Fatal(err)
 		}
 	}
-}
-
-func ensureInventory(ctx context.Context, c *testenv.Cluster, name, namespace, typ string) error {
-	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	providerName := name
-	for _, prefix := range []string{"bootstrap-", "control-plane-", "infrastructure-", "addon-"} {
-		providerName = strings.TrimPrefix(providerName, prefix)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
-		"metadata":     map[string]any{"name": name, "namespace": namespace},
-		"providerName": providerName, "type": typ, "version": "v1.14.2",
-	}}
-	err := c.Client.Create(ctx, u)
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }
 
 // mgmtLoadBalancer is a STAND-IN for the management cluster's API endpoint

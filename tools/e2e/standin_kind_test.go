@@ -13,10 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
@@ -147,12 +143,12 @@ func (k *standInKind) create(t testing.TB, name string) *kindCluster {
 	testenv.LabelForMove(t, ctx, api)
 	c.flux = testenv.Flux(t, api)
 	c.ctrls = append(c.ctrls, testenv.RunFluxOperator(t, api), c.flux, testenv.RunClusterAPIStack(t, api))
-	registerNode(t, ctx, api, name+"-control-plane")
+	if err := testenv.StandInNodes(ctx, api.Client, name+"-control-plane", 1); err != nil {
+		t.Fatal(err)
+	}
 	go seedtest.StandInKubelet(ctx, api.Client)
 	go standInGarbageCollector(ctx, api)
-	// On kind the inventory is the four providers the environment installs
-	// there; the operator would write it once their controllers run.
-	go standInOperator(ctx, api, true)
+	writeKindInventory(t, ctx, api)
 	path := filepath.Join(t.TempDir(), "kind-"+name+".kubeconfig")
 	if err := testenv.WriteKubeconfig(api.Config, "kind-"+name, path); err != nil {
 		t.Fatal(err)
@@ -175,20 +171,6 @@ func (c *kindCluster) stop(t testing.TB) {
 	}
 	if err := c.api.Stop(); err != nil {
 		t.Errorf("stopping the stand-in kind cluster: %v", err)
-	}
-}
-
-// registerNode is a STAND-IN for a kubelet joining: a Ready node.
-func registerNode(t testing.TB, ctx context.Context, c *testenv.Cluster, name string) {
-	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Client.Create(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.NewTime(time.Now())
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
-	if err := c.Client.Status().Update(ctx, n); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -122,7 +121,7 @@ func newWorld(t *testing.T) *world {
 	testenv.RunFluxOperator(t, w.target)
 	testenv.Flux(t, w.target)
 	go seedtest.StandInKubelet(ctx, w.target.Client)
-	go w.standInOperator(ctx)
+	go testenv.StandInCAPIOperator(ctx, w.target, func(inventory string) bool { return w.skipInventory.Load() == inventory })
 	go w.standInNodes(ctx)
 
 	w.root = t.TempDir()
@@ -210,49 +209,6 @@ func standInInfrastructure(ctx context.Context, c *testenv.Cluster) {
 	}
 }
 
-// standInOperator is a STAND-IN for the Cluster API operator on the target
-// (it does not run here): each provider object the pivot applies becomes
-// Ready, and clusterctl's inventory gets its entry, as the operator writes
-// once the provider's controllers run.
-func (w *world) standInOperator(ctx context.Context) {
-	c := w.target
-	for ctx.Err() == nil {
-		for _, p := range providerKinds {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Kind: p.kind})
-			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: p.name}, u); err != nil {
-				continue
-			}
-			if st, _, _ := testenv.Condition(u, "Ready"); st != "True" {
-				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "StandIn", "message": "stand-in operator", "observedGeneration": u.GetGeneration(),
-					"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
-				_ = c.Client.Status().Update(ctx, u)
-			}
-			if w.skipInventory.Load() != p.inventory {
-				_ = createInventory(ctx, c, p.inventory, p.ns, p.typ)
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func createInventory(ctx context.Context, c *testenv.Cluster, name, ns, typ string) error {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
-		"metadata":     map[string]any{"name": name, "namespace": ns},
-		"providerName": strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(name, "bootstrap-"), "control-plane-"), "infrastructure-"),
-		"type":         typ, "version": "v1.14.2",
-	}}
-	err := c.Client.Create(ctx, u)
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}
-
 // standInNodes is a STAND-IN for a kubelet joining the target (none runs
 // here): once w.nodes is closed, a Ready node registers.
 func (w *world) standInNodes(ctx context.Context) {
@@ -292,7 +248,7 @@ func (w *world) seedKind(t *testing.T, ctx context.Context) {
 		k.CreateYAML(t, ctx, d)
 	}
 	for _, p := range providerKinds {
-		if err := createInventory(ctx, k, p.inventory, p.ns, p.typ); err != nil {
+		if err := testenv.CreateProviderInventory(ctx, k, p.inventory, p.ns, p.typ); err != nil {
 			t.Fatal(err)
 		}
 	}

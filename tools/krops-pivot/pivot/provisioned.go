@@ -39,17 +39,17 @@ func (r *run) waitProvisioned(ctx context.Context) error {
 			if len(pending) == 0 {
 				return nil
 			}
-			line := fmt.Sprintf("%d of %d provisioned; waiting for %s", total-len(pending), total, pending[0])
+			line := fmt.Sprintf("%d of %d provisioned; waiting for %s", total-len(pending), total, pending[0].String())
 			if line != last {
 				p.Infof("%s", line)
 				last = line
 			}
 			if time.Now().After(deadline) {
-				return &kubewait.TimeoutError{Timeout: r.o.ReadyTimeout, Blocking: asStates(pending)}
+				return &kubewait.TimeoutError{Timeout: r.o.ReadyTimeout, Blocking: pending}
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("%w: %s", kubewait.ErrInterrupted, pending[0])
+				return fmt.Errorf("%w: %s", kubewait.ErrInterrupted, pending[0].String())
 			case <-time.After(provisionPoll):
 			}
 		}
@@ -58,7 +58,7 @@ func (r *run) waitProvisioned(ctx context.Context) error {
 
 // notProvisioned lists, in a stable order, the Clusters and Machines of ns
 // that clusterctl's move would refuse, and how many there are in all.
-func notProvisioned(ctx context.Context, dyn dynamic.Interface, ns string) (pending []string, total int, err error) {
+func notProvisioned(ctx context.Context, dyn dynamic.Interface, ns string) (pending []kubewait.State, total int, err error) {
 	clusters, err := dyn.Resource(clustersGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing Clusters in %s on kind: %w", ns, err)
@@ -67,19 +67,22 @@ func notProvisioned(ctx context.Context, dyn dynamic.Interface, ns string) (pend
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing Machines in %s on kind: %w", ns, err)
 	}
+	waiting := func(kind, name, why string) kubewait.State {
+		return kubewait.State{Target: kubewait.Target{Kind: kind, Namespace: ns, Name: name}, Found: true, Message: why}
+	}
 	for i := range clusters.Items {
 		c := &clusters.Items[i]
 		if why := clusterNotProvisioned(c); why != "" {
-			pending = append(pending, fmt.Sprintf("Cluster %s/%s: %s", ns, c.GetName(), why))
+			pending = append(pending, waiting("Cluster", c.GetName(), why))
 		}
 	}
 	for i := range machines.Items {
 		m := &machines.Items[i]
 		if name, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name"); name == "" {
-			pending = append(pending, fmt.Sprintf("Machine %s/%s: no node yet", ns, m.GetName()))
+			pending = append(pending, waiting("Machine", m.GetName(), "no node yet"))
 		}
 	}
-	slices.Sort(pending)
+	slices.SortFunc(pending, func(a, b kubewait.State) int { return strings.Compare(a.String(), b.String()) })
 	return pending, len(clusters.Items) + len(machines.Items), nil
 }
 
@@ -102,17 +105,6 @@ func clusterNotProvisioned(c *unstructured.Unstructured) string {
 		return "control plane not initialized yet"
 	}
 	return ""
-}
-
-func asStates(pending []string) []kubewait.State {
-	out := make([]kubewait.State, 0, len(pending))
-	for _, p := range pending {
-		what, why, _ := strings.Cut(p, ": ")
-		kind, name, _ := strings.Cut(what, " ")
-		ns, n, _ := strings.Cut(name, "/")
-		out = append(out, kubewait.State{Target: kubewait.Target{Kind: kind, Namespace: ns, Name: n}, Found: true, Message: why})
-	}
-	return out
 }
 
 // leftBehind lists what the Clusters on kind are made of (each Cluster's
