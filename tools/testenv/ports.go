@@ -1,0 +1,92 @@
+package testenv
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The controllers the harness starts are told their ports on the command
+// line, so a port has to be chosen before the process that binds it exists.
+// Asking the kernel for port 0 and closing the listener is not enough: the
+// kernel hands the same just-closed port out again (a manager was once given
+// one port for both its health probe and its webhook server and exited), and
+// outgoing connections take their source ports from that same ephemeral
+// range, so one of them may take the port before the controller binds it.
+//
+// So ports come from below the ephemeral range, where the kernel never
+// assigns one on its own, each checked bindable, and none handed out twice
+// by this process.
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// lowestPort keeps well clear of registered service ports.
+const lowestPort = 20000
+
+func freePort() (int, error) {
+	top := ephemeralStart() - 1
+	if top <= lowestPort {
+		return kernelPort()
+	}
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 200 {
+		p := lowestPort + rand.IntN(top-lowestPort+1)
+		if handedOut.ports[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		handedOut.ports[p] = true
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free loopback port between %d and %d after 200 tries", lowestPort, top)
+}
+
+// ephemeralStart reads the first port of the kernel's ephemeral range
+// (Linux's default when it cannot be read).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
+}
+
+// kernelPort is the fallback for a machine whose ephemeral range starts too
+// low to leave room below it.
+func kernelPort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("finding a free loopback port: %w", err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("the kernel kept handing out loopback ports this process already gave away")
+}

@@ -1,0 +1,33 @@
+package testenv
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+// A harness that starts a dozen controllers asks for two dozen ports in a
+// row; each must be distinct, bindable, and outside the range the kernel
+// gives to outgoing connections.
+func TestFreePortsAreDistinctBindableAndBelowTheEphemeralRange(t *testing.T) {
+	seen := map[int]bool{}
+	top := ephemeralStart()
+	for range 300 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+		if top > lowestPort && (p < lowestPort || p >= top) {
+			t.Fatalf("port %d is outside [%d, %d)", p, lowestPort, top)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("port %d was handed out but cannot be bound: %v", p, err)
+		}
+		l.Close()
+	}
+}
