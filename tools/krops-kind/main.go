@@ -18,6 +18,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/lock"
+	"github.com/kropsdev/krops/tools/kit/pivoted"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
@@ -61,16 +62,23 @@ CONTAINER_ENGINE, else docker, else podman; its socket (ENGINE_SOCK overrides) i
 
 A lock per cluster name (under $XDG_STATE_HOME/krops/locks) refuses a second up or down on the same name while a
 live process holds it (exit 2, naming the holder's run id, pid and command); a lock whose process died is taken
-over with a warning. docs/kind.md has the details.`,
+over with a warning.
+
+Before it creates a cluster (or --recreate deletes one), up reads the management cluster's context
+(bootstrap.mgmt-context in MGMT_KUBECONFIG). When that cluster answers and carries a run's metadata, an earlier
+pivot lives there, and a new kind cluster would run a second Cluster API that builds the same Clusters again: up
+refuses (exit 2). When the context is there but the cluster does not answer, up stops (exit 3): tear it down once
+it is back, or delete the context if it is gone for good. Teardown removes the context with the cluster.
+docs/kind.md has the details.`,
 		Version: version,
 		Knobs:   knobs,
 		Commands: []*ucli.Command{
-			{Name: "up", Usage: "create or reuse the kind cluster", ArgsUsage: "[ENV]", Action: up,
+			{Name: "up", Usage: "create or reuse the kind cluster; refuses to create one next to a management cluster an earlier pivot lives in", ArgsUsage: "[ENV]", Action: up,
 				Flags: []ucli.Flag{&ucli.BoolFlag{Name: "recreate", Usage: "delete the cluster first when it exists, then create it"}}},
 			{Name: "down", Usage: "delete the kind cluster (one that does not exist is a success)", ArgsUsage: "[ENV]", Action: down},
 			{Name: "status", Usage: "report the kind cluster: exists, healthy, nodes, node image, kubeconfig, engine, lock holder", ArgsUsage: "[ENV]", Action: status,
 				Flags: []ucli.Flag{&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"}}},
-			{Name: "preflight", Usage: "check the engine, its socket, KUBECONFIG, the node image and the provider's preflight; changes nothing", ArgsUsage: "[ENV]", Action: preflight},
+			{Name: "preflight", Usage: "check the engine, its socket, KUBECONFIG, the node image, the provider's preflight and that no earlier pivot lives in the management cluster; changes nothing", ArgsUsage: "[ENV]", Action: preflight},
 		},
 	})
 	return app
@@ -139,7 +147,24 @@ func up(c *ucli.Context) error {
 	}
 	defer pc.Close()
 	s.opts.Provider = pluginProvider{c: pc}
+	s.opts.BeforeCreate = func(ctx context.Context) error {
+		o := s.mgmt()
+		f, err := pivoted.Look(ctx, o)
+		if err != nil {
+			return cli.UsageError(err)
+		}
+		if f.State == pivoted.NotYet {
+			s.prog.Warnf("the management cluster behind context %s in %s answers without run metadata: a pivot into it may have stopped before its move", o.Context, o.Kubeconfig)
+		}
+		return f.CreateKindGuard(s.sel.Environment.Name, o)
+	}
 	return bootcluster.Up(c.Context, s.opts, c.Bool("recreate"))
+}
+
+// mgmt names the environment's management cluster, whose run metadata says
+// whether an earlier pivot lives there.
+func (s *setup) mgmt() pivoted.Options {
+	return pivoted.Options{Kubeconfig: s.sel.Knobs.MgmtKubeconfig, Context: s.sel.Config.Bootstrap.MgmtContext, FluxNamespace: s.sel.Config.Bootstrap.FluxNamespace}
 }
 
 func down(c *ucli.Context) error {
@@ -229,6 +254,7 @@ func preflight(c *ucli.Context) error {
 		return err
 	}
 	var failed []string
+	unknown := false
 	reported := map[string]bool{}
 	out := cli.Printer(c, c.App.Writer)
 	check := func(name string, err error, ok string) {
@@ -255,6 +281,18 @@ func preflight(c *ucli.Context) error {
 	}
 	check("KUBECONFIG", kubecfg.Writable(s.opts.Kubeconfig), s.opts.Kubeconfig)
 	check("node image", nil, s.opts.NodeImage+" (pinned in airgap/images.txt)")
+	mo := s.mgmt()
+	switch f, err := pivoted.Look(c.Context, mo); {
+	case err != nil:
+		check("earlier pivot", err, "")
+	case f.State == pivoted.None:
+		check("earlier pivot", nil, "none (no context "+mo.Context+" in "+mo.Kubeconfig+")")
+	case f.State == pivoted.NotYet:
+		check("earlier pivot", nil, "none finished (the management cluster behind "+mo.Context+" answers without run metadata)")
+	default:
+		unknown = unknown || f.State == pivoted.Unknown
+		check("earlier pivot", f.CreateKindGuard(s.sel.Environment.Name, mo), "")
+	}
 	pc, err := s.loadProvider(c)
 	if err != nil {
 		check("provider "+s.sel.Environment.Provider, err, "")
@@ -275,7 +313,11 @@ func preflight(c *ucli.Context) error {
 		}
 	}
 	if len(failed) > 0 {
-		return cli.UsageError(fmt.Errorf("preflight failed (%d of its checks): nothing was changed", len(failed)))
+		err := fmt.Errorf("preflight failed (%d of its checks): nothing was changed", len(failed))
+		if unknown {
+			return cli.UnknownStateError(err)
+		}
+		return cli.UsageError(err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -91,7 +92,8 @@ func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
 		t.Fatalf("exit %d, want 2:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	for _, want := range []string{"✗ container engine: no container engine answers: docker info", "podman info", "set CONTAINER_ENGINE", "ENGINE_SOCK",
-		"✔ KUBECONFIG: " + filepath.Join(f.dir, "kube", "config"), "✔ node image: docker.io/kindest/node:v1.37.0@sha256:"} {
+		"✔ KUBECONFIG: " + filepath.Join(f.dir, "kube", "config"), "✔ node image: docker.io/kindest/node:v1.37.0@sha256:",
+		"✔ earlier pivot: none (no context krops-mgmt in " + filepath.Join(f.dir, ".kube", "krops-mgmt.yaml") + ")"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("preflight output lacks %q:\n%s", want, r.Stdout)
 		}
@@ -104,6 +106,32 @@ func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.dir, "kube")); err == nil {
 		t.Error("preflight created the kubeconfig directory")
+	}
+}
+
+// After a pivot the management cluster carries the run's metadata: a new
+// kind cluster next to it would build its Clusters a second time, so the
+// preflight refuses (exit 2) naming the run. A management context whose
+// cluster does not answer is unknown state (exit 3), whatever else failed.
+func TestPreflightStopsNextToAnEarlierPivot(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	mgmt := testenv.APIServer(t, testenv.ClusterOptions{Name: "krops-mgmt"})
+	mgmt.CreateRunMetadata(t, ctx, "local-host-20261201t191333z")
+	env := []string{"MGMT_KUBECONFIG=" + mgmt.Kubeconfig}
+	r := f.run(t, env, "preflight")
+	want := "✗ earlier pivot: the management cluster holds an earlier pivot: run local-host-20261201t191333z pivoted into the management cluster behind context krops-mgmt in " + mgmt.Kubeconfig
+	if r.Code != 2 || !strings.Contains(r.Stdout, want) || !strings.Contains(r.Stdout, "task teardown ENV=local-host") {
+		t.Fatalf("exit %d, want 2 and %q:\n%s\n%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+
+	if err := mgmt.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r = f.run(t, env, "preflight")
+	if r.Code != 3 || !strings.Contains(r.Stdout, "✗ earlier pivot: the management cluster behind context krops-mgmt in "+mgmt.Kubeconfig+" does not answer") ||
+		!strings.Contains(r.Stdout, "config delete-context krops-mgmt") {
+		t.Fatalf("exit %d, want 3 naming the context and how to forget it:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 

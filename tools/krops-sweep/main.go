@@ -76,17 +76,22 @@ something in scope is still there afterwards, or the sweep was interrupted (reru
 		Usage:     "tear an environment down",
 		ArgsUsage: "[ENV]",
 		Description: `Tears the environment down in reverse order, on the controller host that answers first (kind, else the
-management cluster through MGMT_KUBECONFIG; each within 10 s):
+management cluster through MGMT_KUBECONFIG; each within 10 s). A management cluster that carries a run's metadata
+(an earlier pivot moved the Clusters there) is the host even when kind still answers, and that kind goes in step 6;
+a management context whose cluster does not answer while kind does is unknown state (exit 3, nothing changed).
+  1. the Flux Kustomizations that own Services of type LoadBalancer are deleted (not suspended: a suspended
   1. the Flux Kustomizations that own Services of type LoadBalancer are deleted (not suspended: a suspended
      Kustomization does not prune, and the cloud load balancer would stay), and the Services waited out;
   2. every other Kustomization in the Flux namespace is suspended;
-  3. the workload Clusters are deleted (local-host: teardown.capi-workloads; aws: every Cluster but the management
-     one; local-talos: all of them) and watched until Cluster API has removed them (CLUSTER_DELETE_TIMEOUT);
+  3. the workload Clusters are deleted (local-host: teardown.capi-workloads, and on kind its management Cluster
+     too; aws: every Cluster but the management one; local-talos: all of them) and watched until Cluster API has
+     removed them (CLUSTER_DELETE_TIMEOUT);
   4. the provider's cloud sweep (aws: every resource in scope, the management cluster's included);
   5. the Cluster API providers (addons first, core last; PROVIDER_DELETE_TIMEOUT), the FluxInstance, the Flux
      Operator release and the Secrets krops created;
   6. the controller host (kind; local-host's management containers and then the registry) — only when step 3
-     confirmed every Cluster gone, or with FORCE_KIND_DELETE=1.
+     confirmed every Cluster gone, or with FORCE_KIND_DELETE=1 — and then the management context, once that
+     cluster is gone.
 Any query that does not answer clearly (30 s each) stops before the step that needed it, keeps the host running
 and exits 3. Environments whose provider says teardown is manual (azure, gcp) are refused with its steps (exit 2).
 With AWS_ONLY=1 it is krops-sweep cloud [ENV]. --dry-run prints the whole plan and changes nothing. docs/operations.md

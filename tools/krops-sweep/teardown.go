@@ -73,7 +73,7 @@ func teardownAction(c *ucli.Context) error {
 		Environment: sel.Environment.Name,
 		Candidates: []teardown.Host{
 			{Name: "kind", Kubeconfig: kubeconfig, Context: boot.KindContext},
-			{Name: "the management cluster", Kubeconfig: sel.Knobs.MgmtKubeconfig, Context: boot.MgmtContext},
+			{Name: "the management cluster", Kubeconfig: sel.Knobs.MgmtKubeconfig, Context: boot.MgmtContext, Management: true},
 		},
 		Namespace: boot.MgmtNamespace, FluxNamespace: boot.FluxNamespace, MgmtCluster: sel.Environment.MgmtCluster,
 		Policy: pol, CAPIWorkloads: sel.Environment.Teardown.CAPIWorkloads,

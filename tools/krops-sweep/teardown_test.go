@@ -17,11 +17,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/kit/configartifact"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/lock"
 	"github.com/kropsdev/krops/tools/testenv"
 )
@@ -285,7 +287,7 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	r := s.run(t, nil, "local-host", "--dry-run")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "would delete Kustomization flux-system/apps (owns Services default/ingress)") ||
 		!strings.Contains(r.Stderr, "would delete Kustomization default/workload-apps (owns Services default/ingress on local-workload)") ||
-		!strings.Contains(r.Stderr, "would delete Cluster default/local-workload") || strings.Contains(r.Stderr, "would delete Cluster default/local-management") ||
+		!strings.Contains(r.Stderr, "would delete Cluster default/local-workload") || !strings.Contains(r.Stderr, "would delete Cluster default/local-management") ||
 		!strings.Contains(r.Stderr, "would remove the controller host kind") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -322,8 +324,11 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	if index(writes, "PATCH", "/kustomizations/apps") >= 0 {
 		t.Error("the load balancer's Kustomization was suspended before deletion: its prune would be skipped")
 	}
-	if s.exists(t, clusterGVK, "default", "local-workload") || !s.exists(t, clusterGVK, "default", "local-management") {
-		t.Error("local-workload must be gone and local-management (not a capi-workload) left")
+	// On kind, before a pivot, the management Cluster is an ordinary one:
+	// it goes through its Cluster object, or its containers would outlive
+	// kind.
+	if s.exists(t, clusterGVK, "default", "local-workload") || s.exists(t, clusterGVK, "default", "local-management") {
+		t.Error("local-workload and, on kind, local-management must be gone")
 	}
 	var svc corev1.Service
 	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc); !apierrors.IsNotFound(err) {
@@ -338,7 +343,7 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	if !s.kindDeleted() {
 		t.Errorf("kind was not deleted")
 	}
-	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"kind cluster (kind-mgmt)"`} {
+	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"Cluster default/local-management"`, `"kind cluster (kind-mgmt)"`} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("summary lacks %s:\n%s", want, r.Stdout)
 		}
@@ -566,14 +571,18 @@ func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
 	if strings.Join(rms, "\n") != strings.Join(want, "\n") {
 		t.Errorf("container removals:\n%s\nwant:\n%s", strings.Join(rms, "\n"), strings.Join(want, "\n"))
 	}
+	// The next bootstrap must not find a context for a cluster that is gone.
+	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || has {
+		t.Errorf("context krops-mgmt is still in %s after its cluster's containers went (%v)", mgmt, err)
+	}
 }
 
-// The local-host teardown against the real Cluster API stack: both
+// The local-host teardown on kind against the real Cluster API stack: both
 // clusters are provisioned for real (CAPD's in-memory backend); the
-// teardown deletes the clusters teardown.capi-workloads names and waits for
-// the real cascade (KCP, Machine, DevMachine, DevCluster), never asks the
-// management Cluster to delete itself, and removes kind only once the
-// workload cluster is confirmed gone.
+// teardown deletes the clusters teardown.capi-workloads names and, since
+// kind is the host, the management Cluster, waits for the real cascade
+// (KCP, Machine, DevMachine, DevCluster), and removes kind only once both
+// are confirmed gone.
 func TestTeardownLocalHostWithTheRealControllers(t *testing.T) {
 	s := newBaseWith(t, teardownConfig, []string{"docker"}, false, true)
 	for _, name := range []string{"local-management", "local-workload"} {
@@ -595,11 +604,73 @@ func TestTeardownLocalHostWithTheRealControllers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range devMachines.Items {
-		if strings.HasPrefix(m.GetName(), "local-workload") {
-			t.Errorf("DevMachine %s of the deleted cluster is left", m.GetName())
-		}
+		t.Errorf("DevMachine %s of a deleted cluster is left", m.GetName())
+	}
+	if s.exists(t, testenv.ClusterGVK, "default", "local-management") {
+		t.Error("the management Cluster on kind is still there: its machines would outlive kind")
 	}
 	if !s.kindDeleted() {
 		t.Errorf("kind was not removed after the workload cluster was confirmed gone:\n%s", r.Stderr)
+	}
+}
+
+// A pivot that stopped after its move but before deleting kind: both
+// answer, kind holds no Cluster, and the management cluster carries the
+// run's metadata. The teardown runs there (on kind it would find nothing,
+// delete kind and report success while the environment runs), deletes the
+// workload, removes the management containers, kind, and the context.
+func TestTeardownAfterAnUnfinishedPivotRunsOnTheManagementCluster(t *testing.T) {
+	s := newBase(t, teardownConfig, []string{"docker"}, false)
+	s.clusters(t, "local-management", "local-workload")
+	s.kind.CreateRunMetadata(t, s.ctx, "local-host-20261201t191333z")
+	// The same API server behind both contexts: kind's and the
+	// management cluster's; what tells them apart is the evidence.
+	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	r := s.run(t, []string{"MGMT_KUBECONFIG=" + mgmt}, "local-host", "--output", "json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"controller_host": "the management cluster"`) {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if !s.exists(t, clusterGVK, "default", "local-management") || s.exists(t, clusterGVK, "default", "local-workload") {
+		t.Error("on the management cluster, local-workload must be gone and local-management (self-managed) kept")
+	}
+	if !s.kindDeleted() {
+		t.Error("the kind cluster the unfinished pivot left was not deleted")
+	}
+	log, _ := os.ReadFile(filepath.Join(s.engineDir, "log"))
+	if !strings.Contains(string(log), "rm -f -v local-management-lb") {
+		t.Errorf("the management cluster's containers were not removed:\n%s", log)
+	}
+	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || has {
+		t.Errorf("context krops-mgmt is still in %s (%v)", mgmt, err)
+	}
+	for _, want := range []string{"left by an unfinished pivot", "context krops-mgmt in " + mgmt} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+}
+
+// Kind answers, but the management context names a cluster that does not:
+// the Clusters may have been moved there, so tearing kind down alone could
+// report a live environment gone. Exit 3, nothing written, kind kept.
+func TestTeardownStopsWhenKindAnswersAndTheManagementClusterDoesNot(t *testing.T) {
+	s := newBase(t, teardownConfig, []string{"docker"}, false)
+	s.clusters(t, "local-management", "local-workload")
+	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	kc, err := clientcmd.LoadFromFile(mgmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.Clusters["krops-mgmt"].Server = "https://127.0.0.1:1"
+	if err := clientcmd.WriteToFile(*kc, mgmt); err != nil {
+		t.Fatal(err)
+	}
+	s.rec.Reset()
+	r := s.run(t, []string{"MGMT_KUBECONFIG=" + mgmt}, "local-host")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "where an earlier pivot may have moved the Clusters") || !strings.Contains(r.Stderr, "config delete-context krops-mgmt") {
+		t.Fatalf("exit %d, want 3 naming the management context\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if w := s.rec.Writes(); len(w) != 0 || s.kindDeleted() {
+		t.Errorf("the teardown changed something on unknown state (kind deleted: %t):\n%s", s.kindDeleted(), strings.Join(w, "\n"))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,4 +154,29 @@ spec:
 	}
 	sort.Strings(kinds)
 	return kinds
+}
+
+// CreateRunMetadata creates the run metadata a seed writes (ConfigMap
+// flux-system/krops-run) for runID, and the namespace when it is missing:
+// the evidence that a run was seeded, and after a pivot that it moved.
+func (c *Cluster) CreateRunMetadata(t testing.TB, ctx context.Context, runID string) {
+	t.Helper()
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName("flux-system")
+	if err := c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace flux-system: %v", err)
+	}
+	c.CreateYAML(t, ctx, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: krops-run
+  namespace: flux-system
+data:
+  KROPS_RUN_ID: %s
+  KROPS_REVISION: main@sha1:0000000000000000000000000000000000000001
+  KROPS_EXPIRES_AT: never
+  KROPS_RUN_KIND: bootstrap
+`, runID))
 }

@@ -184,3 +184,17 @@ func Answers(cfg *rest.Config) error {
 	_, err = dc.ServerVersion()
 	return err
 }
+
+// HasContext reports whether the kubeconfig file at path names context; a
+// file that does not exist has none.
+func HasContext(path, context string) (bool, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	cfg, err := load(path)
+	if err != nil {
+		return false, err
+	}
+	_, ok := cfg.Contexts[context]
+	return ok, nil
+}

@@ -80,6 +80,10 @@ type Options struct {
 	RepoRoot       string
 	Env            []string
 
+	// BeforeCreate runs before a cluster is created, and before --recreate
+	// deletes one; its error stops Up with nothing changed.
+	BeforeCreate func(ctx context.Context) error
+
 	Kind     Kind
 	Network  Network
 	Provider Provider
@@ -112,6 +116,11 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 	exists, err := o.exists()
 	if err != nil {
 		return err
+	}
+	if (!exists || recreate) && o.BeforeCreate != nil {
+		if err := o.BeforeCreate(ctx); err != nil {
+			return err
+		}
 	}
 	if exists && recreate {
 		if err := o.Progress.Step(ctx, "deleting kind cluster "+o.Name+" (--recreate)", func(ctx context.Context) error { return o.delete(ctx) }); err != nil {

@@ -342,3 +342,36 @@ run = "echo 'no credentials for the federation' >&2; exit 7"
 		t.Errorf("a failing task: %v", err)
 	}
 }
+
+// BeforeCreate guards creation and --recreate's deletion, and only those:
+// reusing a cluster that exists does not ask it.
+func TestBeforeCreateStopsCreationAndRecreationButNotReuse(t *testing.T) {
+	f := newFixture(t)
+	f.nodes(t, true)
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatalf("first create: %v", err)
+	}
+	refusal := errors.New("refused by the guard")
+	asked := 0
+	f.opts.BeforeCreate = func(context.Context) error { asked++; return refusal }
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatalf("reuse: %v", err)
+	}
+	if asked != 0 {
+		t.Errorf("reusing an existing cluster asked the guard")
+	}
+	f.kind.calls = nil
+	if err := Up(context.Background(), f.opts, true); !errors.Is(err, refusal) {
+		t.Fatalf("recreate: got %v, want the guard's refusal", err)
+	}
+	if len(f.kind.calls) != 0 || !f.kind.clusters["mgmt"] {
+		t.Fatalf("a refused --recreate touched the cluster: %v", f.kind.calls)
+	}
+	delete(f.kind.clusters, "mgmt")
+	if err := Up(context.Background(), f.opts, false); !errors.Is(err, refusal) {
+		t.Fatalf("create: got %v, want the guard's refusal", err)
+	}
+	if len(f.kind.calls) != 0 || asked != 2 {
+		t.Fatalf("a refused creation called kind %v (guard asked %d times)", f.kind.calls, asked)
+	}
+}

@@ -36,6 +36,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/capikubeconfig"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
+	"github.com/kropsdev/krops/tools/kit/pivoted"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
@@ -56,6 +57,9 @@ var (
 type Host struct {
 	Name                string // "kind" or "the management cluster"
 	Kubeconfig, Context string
+	// Management marks the management cluster's candidate: an earlier
+	// pivot may live there.
+	Management bool
 }
 
 // answers returns the host's client configuration when its API server
@@ -137,6 +141,12 @@ type run struct {
 	sum  *Summary
 	// clustersGone: step 3 confirmed every Cluster it had to delete absent.
 	clustersGone bool
+	// mgmtDeleted: step 3 deleted the management Cluster (on kind) and
+	// confirmed it gone.
+	mgmtDeleted bool
+	// leftoverKind is kind when it still answers although the management
+	// cluster, the host, holds the pivoted Clusters: it goes too.
+	leftoverKind *Host
 }
 
 func (r *run) plan(format string, args ...any) {
@@ -153,11 +163,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	sum := &Summary{Environment: o.Environment, DryRun: o.DryRun, Deleted: []string{}, Skipped: []string{}, Left: []string{}}
 	r := &run{o: o, sum: sum}
-	for _, h := range o.Candidates {
-		if cfg, ok := h.answers(o.QueryTimeout); ok {
-			r.host, r.cfg = h, cfg
-			break
-		}
+	if err := r.chooseHost(ctx); err != nil {
+		sum.Host = "none"
+		sum.Next = "rerun `krops-sweep " + o.Environment + "` once the management cluster answers"
+		return sum, err
 	}
 	if r.cfg == nil {
 		sum.Host = "none"
@@ -193,6 +202,56 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return sum, ErrLeft
 	}
 	return sum, nil
+}
+
+// chooseHost picks the controller host. When the management cluster
+// carries a run's metadata, an earlier pivot moved the Clusters there: it is
+// the host even if kind still answers (a pivot that stopped before deleting
+// kind), and such a kind goes with the rest. Otherwise the first candidate
+// that answers is the host. A management context whose cluster does not
+// answer while kind does is unknown state: kind may hold nothing because
+// the Clusters are there, and tearing down kind alone would report an
+// environment gone that still runs.
+func (r *run) chooseHost(ctx context.Context) error {
+	// Each candidate is probed once: one that does not answer costs the
+	// whole probe timeout.
+	cfgs := make([]*rest.Config, len(r.o.Candidates))
+	var kind *Host
+	for i, h := range r.o.Candidates {
+		if cfg, ok := h.answers(r.o.QueryTimeout); ok {
+			cfgs[i] = cfg
+			if !h.Management {
+				kind = &r.o.Candidates[i]
+			}
+		}
+	}
+	for i, h := range r.o.Candidates {
+		if !h.Management {
+			continue
+		}
+		f, err := pivoted.Look(ctx, pivoted.Options{Kubeconfig: h.Kubeconfig, Context: h.Context, FluxNamespace: r.o.FluxNamespace, Timeout: r.o.QueryTimeout})
+		switch {
+		case err != nil:
+			return err
+		case f.State == pivoted.Pivoted && cfgs[i] != nil:
+			r.host, r.cfg, r.leftoverKind = h, cfgs[i], kind
+			return nil
+		case (f.State == pivoted.Unknown || f.State == pivoted.Pivoted) && kind != nil:
+			cause := f.Err
+			if cause == nil {
+				cause = errors.New("it stopped answering")
+			}
+			return &UnknownError{What: fmt.Sprintf("reading %s (context %s in %s), where an earlier pivot may have moved the Clusters; kind answers but may hold none of them. "+
+				"Bring it back and rerun, or, if it is gone for good, remove the context (`kubectl --kubeconfig %s config delete-context %s`)", h.Name, h.Context, h.Kubeconfig, h.Kubeconfig, h.Context), Err: cause}
+		}
+	}
+	for i, h := range r.o.Candidates {
+		if cfgs[i] != nil {
+			r.host, r.cfg = h, cfgs[i]
+			return nil
+		}
+	}
+	return nil
 }
 
 func hostNames(hs []Host) string {
@@ -373,6 +432,8 @@ func (r *run) deleteClusters(ctx context.Context) error {
 	for _, c := range cls {
 		name := c.GetName()
 		switch {
+		case r.mgmtOnKind() && name == r.o.MgmtCluster:
+			doomed = append(doomed, name)
 		case len(r.o.CAPIWorkloads) > 0:
 			if slices.Contains(r.o.CAPIWorkloads, name) {
 				doomed = append(doomed, name)
@@ -410,6 +471,7 @@ func (r *run) deleteClusters(ctx context.Context) error {
 			r.clustersGone = true
 			for _, name := range doomed {
 				r.sum.Deleted = append(r.sum.Deleted, "Cluster "+r.o.Namespace+"/"+name)
+				r.mgmtDeleted = r.mgmtDeleted || name == r.o.MgmtCluster
 			}
 		case errors.As(err, &te) && r.o.Force:
 			// The user chose to go on: what those Clusters still hold is
@@ -419,6 +481,15 @@ func (r *run) deleteClusters(ctx context.Context) error {
 		}
 		return err
 	})
+}
+
+// mgmtOnKind: the host is kind and the management cluster's host is
+// containers. Before a pivot that cluster is an ordinary Cluster on kind,
+// made by the infrastructure provider there; it is deleted through its
+// Cluster object, so the provider removes exactly its containers, instead
+// of being left running once kind is gone.
+func (r *run) mgmtOnKind() bool {
+	return !r.host.Management && r.o.Policy.HostRemoval == sdk.RemoveContainers
 }
 
 func (r *run) cloud(ctx context.Context) error {
@@ -502,22 +573,37 @@ func (r *run) providers(ctx context.Context) error {
 func (r *run) removeHost(ctx context.Context) error {
 	if r.o.DryRun {
 		r.plan("remove the controller host %s once every Cluster is confirmed gone (%s)", r.host.Name, r.o.Policy.HostRemoval)
+		if r.leftoverKind != nil {
+			r.plan("delete the kind cluster (context %s) an unfinished pivot left", r.leftoverKind.Context)
+		}
 		return nil
 	}
 	if !r.clustersGone && !r.o.Force {
 		r.sum.Left = append(r.sum.Left, "the controller host "+r.host.Name+": not every Cluster is confirmed gone")
 		return fmt.Errorf("%w: the controller host %s is kept because not every Cluster is confirmed gone; FORCE_KIND_DELETE=1 removes it anyway and orphans whatever those Clusters still hold in the cloud", ErrLeft, r.host.Name)
 	}
+	if r.leftoverKind != nil && r.o.DeleteKind != nil {
+		// Its Flux is suspended and its Clusters were moved: it is what
+		// the pivot's last step would have deleted.
+		if err := r.o.DeleteKind(ctx); err != nil {
+			return fmt.Errorf("deleting the kind cluster an unfinished pivot left (context %s): %w", r.leftoverKind.Context, err)
+		}
+		r.sum.Deleted = append(r.sum.Deleted, "kind cluster ("+r.leftoverKind.Context+"), left by an unfinished pivot")
+	}
 	switch {
-	case r.host.Name == "kind":
-		r.plan("delete the kind cluster (context %s)", r.host.Context)
-		if r.o.DryRun || r.o.DeleteKind == nil {
+	case !r.host.Management:
+		if r.o.DeleteKind == nil {
 			return nil
 		}
 		if err := r.o.DeleteKind(ctx); err != nil {
 			return err
 		}
 		r.sum.Deleted = append(r.sum.Deleted, "kind cluster ("+r.host.Context+")")
+		if r.mgmtDeleted {
+			if err := r.forgetManagement(); err != nil {
+				return err
+			}
+		}
 	case r.o.Policy.HostRemoval == sdk.RemoveContainers:
 		r.plan("remove the containers named %s* and then %s", r.o.Policy.ContainerPrefix, strings.Join(r.o.Policy.RemoveLast, ", "))
 		if r.o.DryRun || r.o.RemoveContainers == nil {
@@ -527,8 +613,30 @@ func (r *run) removeHost(ctx context.Context) error {
 			return err
 		}
 		r.sum.Deleted = append(r.sum.Deleted, "containers "+r.o.Policy.ContainerPrefix+"*")
+		if err := r.forgetManagement(); err != nil {
+			return err
+		}
 	case r.o.Policy.HostRemoval == sdk.RemoveManually:
 		r.sum.Left = append(r.sum.Left, "the management cluster: "+r.o.Policy.Manual)
+	}
+	return nil
+}
+
+// forgetManagement removes the management cluster's context once the
+// cluster is confirmed gone: a context left behind would make the next
+// bootstrap stop on a cluster it cannot reach (krops-kind's pivot guard).
+func (r *run) forgetManagement() error {
+	for _, h := range r.o.Candidates {
+		if !h.Management {
+			continue
+		}
+		if has, err := kubecfg.HasContext(h.Kubeconfig, h.Context); err != nil || !has {
+			return err
+		}
+		if err := kubecfg.Remove(h.Kubeconfig, h.Context); err != nil {
+			return fmt.Errorf("the management cluster is gone, but removing its context %s from %s failed: %w", h.Context, h.Kubeconfig, err)
+		}
+		r.sum.Deleted = append(r.sum.Deleted, "context "+h.Context+" in "+h.Kubeconfig)
 	}
 	return nil
 }
