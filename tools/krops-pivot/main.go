@@ -356,6 +356,9 @@ func pivotAction(c *ucli.Context) error {
 	if errors.Is(err, pivot.ErrRefused) {
 		return cli.UsageError(err)
 	}
+	if errors.Is(err, pivot.ErrUnknownState) {
+		return cli.UnknownStateError(err)
+	}
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -383,6 +384,33 @@ func interrupted(t *testing.T) []string {
 	r := w.run(t, "KROPS_TEST_PIVOT_STOP_AFTER=move")
 	mustCode(t, "resumed move", r, 1, "resuming: the move began in an earlier run", "unpaused Cluster local-management on kind (paused by an earlier, interrupted run)")
 	stop("seed")
+
+	// The management cluster stops answering before kind may go: whether
+	// every moved Cluster is there cannot be read, so kind is kept and
+	// the run stops on unknown state (exit 3); the rerun once it answers
+	// goes on.
+	good, err := os.ReadFile(mgmtKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.Load(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range kc.Clusters {
+		c.Server = "https://127.0.0.1:1"
+	}
+	if err := clientcmd.WriteToFile(*kc, mgmtKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, "management cluster down", w.runArgs(t, []string{"--node-timeout", "3s"}), 3,
+		"the management cluster's API did not answer within 3s (the state is unknown)", "kind is kept")
+	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); strings.Contains(string(log), "rm -f") {
+		t.Fatalf("kind was deleted while the management cluster did not answer:\n%s", log)
+	}
+	if err := os.WriteFile(mgmtKubeconfig, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// A moved Cluster missing on the management cluster keeps kind.
 	statePath := filepath.Join(w.root, ".krops", "pivot", "pivot-test-run", "state.json")

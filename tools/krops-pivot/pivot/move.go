@@ -88,7 +88,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func pausedSets(ctx context.Context, dyn dynamic.Interface, ns string) (clusters, paused, classes, pausedClasses []string, err error) {
 	cl, err := dyn.Resource(clustersGVR).Namespace(ns).List(ctx, listAll)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("listing Clusters in %s: %w", ns, err)
+		return nil, nil, nil, nil, fmt.Errorf("listing Clusters in %s (%w): %w", ns, ErrUnknownState, err)
 	}
 	for _, u := range cl.Items {
 		clusters = append(clusters, u.GetName())
@@ -98,7 +98,7 @@ func pausedSets(ctx context.Context, dyn dynamic.Interface, ns string) (clusters
 	}
 	cc, err := dyn.Resource(clusterClassesGVR).Namespace(ns).List(ctx, listAll)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, nil, nil, nil, fmt.Errorf("listing ClusterClasses in %s: %w", ns, err)
+		return nil, nil, nil, nil, fmt.Errorf("listing ClusterClasses in %s (%w): %w", ns, ErrUnknownState, err)
 	}
 	if cc != nil {
 		for _, u := range cc.Items {
@@ -413,7 +413,7 @@ func Move(ctx context.Context, o MoveOptions) error {
 func (r *run) afterMove(ctx context.Context) error {
 	clusters, paused, _, pausedClasses, err := pausedSets(ctx, r.dst.dyn, r.o.Namespace)
 	if err != nil {
-		return fmt.Errorf("on the management cluster: %w", err)
+		return fmt.Errorf("on the management cluster: %w; kind is kept, rerun the pivot once the management cluster answers", err)
 	}
 	var missing []string
 	for _, c := range r.state.Clusters {

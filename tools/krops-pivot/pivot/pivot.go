@@ -42,6 +42,11 @@ var ErrStopped = errors.New("stopped on request after a step")
 // next step unsafe, and the message says what to do.
 var ErrRefused = errors.New("refused")
 
+// ErrUnknownState marks a query that failed where a decision depends on its
+// answer (what to move, whether kind may go): the step stops without
+// acting, and a rerun once the cluster answers goes on.
+var ErrUnknownState = errors.New("the state is unknown")
+
 var (
 	clustersGVR       = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 	clusterClassesGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,17 +119,38 @@ func (r *run) waitNodes(ctx context.Context) error {
 		defer cancel()
 		nodes := map[string]*corev1.Node{}
 		last := ""
+		// listed (a list or watch went through) and listErr tell a
+		// cluster without Ready nodes from one whose API never answered;
+		// the reflector's goroutine sets them.
+		var mu sync.Mutex
+		var listed bool
+		var listErr error
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				list, err := r.dst.kc.CoreV1().Nodes().List(ctx, opts)
+				mu.Lock()
+				defer mu.Unlock()
 				if err == nil {
 					// A relist replaces what the watch built up.
 					clear(nodes)
+					listed = true
+				} else {
+					listErr = err
 				}
 				return list, err
 			},
 			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				return r.dst.kc.CoreV1().Nodes().Watch(ctx, opts)
+				// With the streaming list (WatchListClient), the
+				// reflector starts here, not with a list.
+				w, err := r.dst.kc.CoreV1().Nodes().Watch(ctx, opts)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					listed = true
+				} else {
+					listErr = err
+				}
+				return w, err
 			},
 		}
 		report := func() NodeSummary {
@@ -158,6 +180,12 @@ func (r *run) waitNodes(ctx context.Context) error {
 			}
 			return report().Done(), nil
 		})
+		mu.Lock()
+		neverAnswered := !listed && listErr != nil
+		mu.Unlock()
+		if err != nil && ctx.Err() == nil && wctx.Err() != nil && neverAnswered {
+			return fmt.Errorf("the management cluster's API did not answer within %s (%w): listing its nodes: %v; kind is kept, rerun the pivot once it answers", r.o.NodeTimeout, ErrUnknownState, listErr)
+		}
 		if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 			return fmt.Errorf("the management cluster's nodes were not Ready within %s (%s); rerun the pivot to go on waiting", r.o.NodeTimeout, summarize(nodes))
 		}
