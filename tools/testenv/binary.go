@@ -24,9 +24,12 @@ func BuildBinary(t testing.TB, dir, name string) string {
 	return out
 }
 
+// goBuild links without the symbol table and DWARF (-s -w): linking is
+// most of a build whose packages are cached, and that halves it. Stack
+// traces keep their function names and lines (the runtime's own tables).
 func goBuild(t testing.TB, out, dir, name string) {
 	t.Helper()
-	if b, err := exec.Command("go", "build", "-o", out, dir).CombinedOutput(); err != nil {
+	if b, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", out, dir).CombinedOutput(); err != nil {
 		t.Fatalf("building %s from %s: %v\n%s", name, dir, err, b)
 	}
 }

@@ -18,20 +18,26 @@ import (
 // outgoing connections take their source ports from that same ephemeral
 // range, so one of them may take the port before the controller binds it.
 //
-// So ports come from below the ephemeral range, where the kernel never
-// assigns one on its own, each checked bindable, and none handed out twice
-// by this process.
+// So ports come from 10000-18999: below the ephemeral range (32768 on
+// Linux), where the kernel never assigns one on its own, and below CAPD's
+// in-memory backend, which takes 19000 and then 20000, 20001, ... for the
+// fake API servers of its machines. Each is checked bindable, and none is
+// handed out twice by this process.
 
 var handedOut = struct {
 	sync.Mutex
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
-// lowestPort keeps well clear of registered service ports.
-const lowestPort = 20000
+const (
+	// lowestPort keeps clear of registered service ports.
+	lowestPort = 10000
+	// highestPort is below CAPD's in-memory debug port (19000).
+	highestPort = 18999
+)
 
 func freePort() (int, error) {
-	top := ephemeralStart() - 1
+	top := min(highestPort, ephemeralStart()-1)
 	if top <= lowestPort {
 		return kernelPort()
 	}

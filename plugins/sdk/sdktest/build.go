@@ -41,7 +41,8 @@ func Build(t testing.TB, pkg, name string) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(sub, "krops-provider-"+name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	// Without symbol table and DWARF: the link is most of the time.
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", out, pkg)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building plugin %s from %s: %v\n%s", name, pkg, err, b)
 	}
