@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/testenv"
 )
 
@@ -43,18 +44,29 @@ type phase struct {
 //     once it is back deletes the workload cluster through the real
 //     cascade and removes the management cluster's containers.
 func TestLocalHostLifecycle(t *testing.T) {
+	// Each phase's time goes to the log, for the budget (docs/testing.md).
+	mark := time.Now()
+	lap := func(phase string) {
+		t.Logf("phase %s took %s", phase, time.Since(mark).Round(100*time.Millisecond))
+		mark = time.Now()
+	}
+	defer lap("teardown")
 	l := newLifecycle(t)
+	lap("harness")
 	chain := l.bootstrap()
 	for _, argv := range chain[:3] {
 		l.mustRun(t, runOptions{}, argv...)
 	}
+	lap("kind")
 	if got := strings.Join(l.kind.created, ","); got != "mgmt" {
 		t.Fatalf("kind clusters created: %q, want mgmt", got)
 	}
 
 	seedWithoutSourceController(t, l, chain[3])
+	lap("seed")
 	runID := l.runID(t)
 	pivotKilledAtEveryStep(t, l, chain[4])
+	lap("pivot")
 	if got := strings.Join(l.kind.deleted, ","); got != "mgmt" {
 		t.Errorf("kind clusters deleted by the pivot: %q, want mgmt", got)
 	}
@@ -65,8 +77,32 @@ func TestLocalHostLifecycle(t *testing.T) {
 		t.Errorf("the management cluster carries run %q, kind had %q", got, runID)
 	}
 
+	bootstrapAgainIsRefused(t, l, chain, runID)
+	lap("bootstrap-again")
+
 	l.controllersTakeOver(t)
+	lap("controllers-take-over")
 	teardownLosingTheAPI(t, l)
+	if has, err := kubecfg.HasContext(filepath.Join(l.home, ".kube", "krops-mgmt.yaml"), "krops-mgmt"); err != nil || has {
+		t.Errorf("the teardown left context krops-mgmt behind (%v): the next bootstrap would stop on it", err)
+	}
+}
+
+// bootstrapAgainIsRefused reruns `task bootstrap`'s first commands after
+// the pivot: a new kind would run a second Cluster API that builds the
+// moved Clusters again, so its preflight and `krops-kind up` refuse
+// (exit 2), naming the run, and no kind cluster is created.
+func bootstrapAgainIsRefused(t *testing.T, l *lifecycle, chain [][]string, runID string) {
+	t.Helper()
+	for _, argv := range [][]string{chain[0], chain[2]} {
+		r := l.run(t, runOptions{}, argv...)
+		if r.Code != 2 || !strings.Contains(r.Stdout+r.Stderr, "run "+runID+" pivoted into the management cluster behind context krops-mgmt") {
+			t.Errorf("%s after the pivot: exit %d, want 2 naming run %s\n%s\n%s", label(argv), r.Code, runID, r.Stdout, r.Stderr)
+		}
+	}
+	if got := strings.Join(l.kind.created, ","); got != "mgmt" {
+		t.Errorf("kind clusters created: %q, want only the first bootstrap's mgmt", got)
+	}
 }
 
 // seedWithoutSourceController kills the source-controller on kind as the
@@ -111,6 +147,7 @@ func pivotKilledAtEveryStep(t *testing.T, l *lifecycle, argv []string) {
 			killed = true
 			killedAfter = append(killedAfter, ev.Step)
 		}}, argv...)
+		t.Logf("pivot run %d: exit %d in %s (waiting on controllers %s)", run, r.Code, r.wall.Round(100*time.Millisecond), r.waiting.Round(100*time.Millisecond))
 		// Exit 0 with killed set: the kill came as the last step ended.
 		if r.Code == 0 {
 			t.Logf("the pivot finished on run %d, after %d kills, each right after a step:\n  %s", run, len(killedAfter), strings.Join(killedAfter, "\n  "))

@@ -12,6 +12,7 @@ replace (
 
 require (
 	github.com/kropsdev/krops/plugins/sdk v0.0.0
+	github.com/kropsdev/krops/tools/kit v0.0.0
 	github.com/kropsdev/krops/tools/krops-flux-seed v0.0.0
 	github.com/kropsdev/krops/tools/testenv v0.0.0
 	k8s.io/api v0.37.2
@@ -76,7 +77,6 @@ require (
 	github.com/knadh/koanf/providers/confmap v1.0.1 // indirect
 	github.com/knadh/koanf/providers/rawbytes v1.0.0 // indirect
 	github.com/knadh/koanf/v2 v2.4.1 // indirect
-	github.com/kropsdev/krops/tools/kit v0.0.0 // indirect
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect

@@ -272,24 +272,21 @@ func repoCopy(t testing.TB) string {
 }
 
 // buildBinaries builds the lifecycle's binaries with the stand-in kind
-// (tag krops_standin_kind) and the docker provider, into one directory.
+// (tag krops_standin_kind; krops-flux-seed and the docker provider do not
+// import kind, so the tag leaves them as released) into one directory. One
+// `go build` of all five links them in parallel, and without symbol
+// tables: a third of the time of five builds.
 func buildBinaries(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, b := range []struct{ pkg, name, tags string }{
-		{"../krops-kind", "krops-kind", "krops_standin_kind"},
-		{"../krops-flux-seed", "krops-flux-seed", ""},
-		{"../krops-pivot", "krops-pivot", "krops_standin_kind"},
-		{"../krops-sweep", "krops-sweep", "krops_standin_kind"},
-		{"../../plugins/docker", "krops-provider-docker", ""},
-	} {
-		args := []string{"build", "-o", filepath.Join(dir, b.name)}
-		if b.tags != "" {
-			args = append(args, "-tags", b.tags)
-		}
-		if out, err := exec.Command("go", append(args, b.pkg)...).CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", b.name, err, out)
-		}
+	pkgs := []string{"../krops-kind", "../krops-flux-seed", "../krops-pivot", "../krops-sweep", "../../plugins/docker"}
+	args := append([]string{"build", "-tags", "krops_standin_kind", "-ldflags", "-s -w", "-o", dir + string(filepath.Separator)}, pkgs...)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	// The plugin host finds providers by this name.
+	if err := os.Rename(filepath.Join(dir, "docker"), filepath.Join(dir, "krops-provider-docker")); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
