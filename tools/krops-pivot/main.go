@@ -25,6 +25,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
+	"github.com/kropsdev/krops/tools/kit/pivoted"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
@@ -203,6 +204,11 @@ func pivotAction(c *ucli.Context) error {
 		msg := fmt.Sprintf("kind (context %s in %s) does not answer: %v", source.Context, kubeconfig, err)
 		if _, merr := answers(mgmt); merr == nil {
 			msg += fmt.Sprintf("; the management cluster answers through %s: if an earlier pivot deleted kind, it has finished", mgmt.Kubeconfig)
+		} else if f, ferr := pivoted.Look(ctx, pivoted.Options{Kubeconfig: mgmt.Kubeconfig, Context: mgmt.Context, FluxNamespace: boot.FluxNamespace}); ferr == nil && f.State == pivoted.Unknown {
+			// Neither side answers, and a management context exists: an
+			// earlier pivot may have finished or stopped anywhere.
+			return cli.UnknownStateError(fmt.Errorf("%s, and neither does the management cluster behind context %s in %s (%v): whether an earlier pivot finished is unknown, so nothing was done; rerun once either answers",
+				msg, mgmt.Context, mgmt.Kubeconfig, f.Err))
 		}
 		return cli.UsageError(errors.New(msg))
 	}

@@ -179,6 +179,13 @@ func uninterrupted(t *testing.T) []string {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "The pivot of run pivot-test-run has finished") {
 		t.Errorf("rerun after the pivot: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
+
+	// Kind is gone and the management cluster does not answer either:
+	// whether the pivot finished cannot be told, so exit 3, not a
+	// configuration error.
+	restore := unanswered(t, envValue(w.env, "MGMT_KUBECONFIG"))
+	mustCode(t, "neither cluster answers", w.run(t), 3, "whether an earlier pivot finished is unknown")
+	restore()
 	return sortedKeys(objects(t, ctx, w.target))
 }
 
@@ -251,6 +258,33 @@ func (w *world) checkMoved(t *testing.T, before map[string]map[string]any) {
 	for _, c := range clusters.Items {
 		if p, _, _ := unstructured.NestedBool(c.Object, "spec", "paused"); p {
 			t.Errorf("Cluster %s is paused on the target", c.GetName())
+		}
+	}
+}
+
+// unanswered points every cluster of the kubeconfig at path to a port
+// nothing listens on, as a cluster that went away, and returns what
+// restores the file.
+func unanswered(t *testing.T, path string) (restore func()) {
+	t.Helper()
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.Load(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range kc.Clusters {
+		c.Server = "https://127.0.0.1:1"
+	}
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := os.WriteFile(path, good, 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -389,28 +423,13 @@ func interrupted(t *testing.T) []string {
 	// every moved Cluster is there cannot be read, so kind is kept and
 	// the run stops on unknown state (exit 3); the rerun once it answers
 	// goes on.
-	good, err := os.ReadFile(mgmtKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := clientcmd.Load(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range kc.Clusters {
-		c.Server = "https://127.0.0.1:1"
-	}
-	if err := clientcmd.WriteToFile(*kc, mgmtKubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	restore := unanswered(t, mgmtKubeconfig)
 	mustCode(t, "management cluster down", w.runArgs(t, []string{"--node-timeout", "3s"}), 3,
 		"the management cluster's API did not answer within 3s (the state is unknown)", "kind is kept")
 	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); strings.Contains(string(log), "rm -f") {
 		t.Fatalf("kind was deleted while the management cluster did not answer:\n%s", log)
 	}
-	if err := os.WriteFile(mgmtKubeconfig, good, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 
 	// A moved Cluster missing on the management cluster keeps kind.
 	statePath := filepath.Join(w.root, ".krops", "pivot", "pivot-test-run", "state.json")
