@@ -38,11 +38,14 @@ type phase struct {
 //   - the real Cluster API controllers provision local-management and
 //     local-workload, and krops-pivot moves them, killed (SIGKILL) at every
 //     step boundary and rerun until it finishes; kind is deleted;
+//   - bootstrapping again is refused: a new kind would build the moved
+//     Clusters a second time;
 //   - the management cluster's own Cluster API controllers take over;
 //   - `tools/task.sh teardown` loses the management cluster's API in the
 //     middle (exit 3 through task, nothing more deleted), and the rerun
 //     once it is back deletes the workload cluster through the real
-//     cascade and removes the management cluster's containers.
+//     cascade, removes the management cluster's containers and its
+//     context.
 func TestLocalHostLifecycle(t *testing.T) {
 	// Each phase's time goes to the log, for the budget (docs/testing.md).
 	mark := time.Now()
