@@ -110,41 +110,32 @@ func answers(c seed.Cluster) (*kubernetes.Clientset, error) {
 
 // finishedEarlier recognises a pivot that ended after deleting kind but
 // before it could say so (killed, or the machine went down): the
-// management cluster answers and carries the run's metadata, that run's
-// state says the move finished (kind is deleted only after the move and
-// the seed), and kind's own listing confirms the cluster is gone. It then
-// removes the stale kind context, if any, and returns the run id. Anything
-// less certain is not a finish.
-func finishedEarlier(ctx context.Context, sel *cli.Selected, mgmt seed.Cluster, stateRoot, kubeconfig string, prog *ui.Progress, out io.Writer) (string, bool) {
-	mc, err := answers(mgmt)
-	if err != nil {
-		return "", false
+// management cluster carries the metadata of run (pivoted.Look), that
+// run's state says the move finished (kind is deleted only after the move
+// and the seed), and kind's own listing confirms the cluster is gone. It
+// then removes the stale kind context, if any. Anything less certain is
+// not a finish.
+func finishedEarlier(ctx context.Context, sel *cli.Selected, run, stateRoot, kubeconfig string, prog *ui.Progress, out io.Writer) bool {
+	if run == runmeta.Unknown {
+		return false
+	}
+	st, err := pivot.LoadState(filepath.Join(stateRoot, run))
+	if err != nil || !st.Moved {
+		return false
 	}
 	boot := sel.Config.Bootstrap
-	cm, err := mc.CoreV1().ConfigMaps(boot.FluxNamespace).Get(ctx, runmeta.ConfigMapName, metav1.GetOptions{})
-	if err != nil {
-		return "", false
-	}
-	tags, err := runmeta.FromData(cm.Data)
-	if err != nil {
-		return "", false
-	}
-	st, err := pivot.LoadState(filepath.Join(stateRoot, tags.RunID))
-	if err != nil || !st.Moved {
-		return "", false
-	}
 	ks, err := kindsetup.Load(ctx, sel, prog, out)
 	if err != nil || ks.Options.Kind == nil {
-		return "", false
+		return false
 	}
 	names, err := ks.Options.Kind.List()
 	if err != nil || slices.Contains(names, boot.KindCluster) {
-		return "", false
+		return false
 	}
 	if err := kubecfg.Remove(kubeconfig, boot.KindContext); err != nil {
 		prog.Warnf("removing the stale context %s from %s: %v", boot.KindContext, kubeconfig, err)
 	}
-	return tags.RunID, true
+	return true
 }
 
 // registryAnswers probes the local registry Flux syncs from (sync = oci).
@@ -197,14 +188,17 @@ func pivotAction(c *ucli.Context) error {
 	var problems []string
 	kc, err := answers(source)
 	if err != nil {
-		if run, ok := finishedEarlier(ctx, sel, mgmt, stateRoot, kubeconfig, prog, c.App.Writer); ok {
-			fmt.Fprintf(c.App.Writer, "The pivot of run %s has finished: the management cluster holds the moved Clusters and kind is gone.\n", run)
-			return nil
-		}
 		msg := fmt.Sprintf("kind (context %s in %s) does not answer: %v", source.Context, kubeconfig, err)
-		if _, merr := answers(mgmt); merr == nil {
+		f, ferr := pivoted.Look(ctx, pivoted.Options{Kubeconfig: mgmt.Kubeconfig, Context: mgmt.Context, FluxNamespace: boot.FluxNamespace})
+		switch {
+		case ferr != nil:
+			return cli.UsageError(fmt.Errorf("%s; %w", msg, ferr))
+		case f.State == pivoted.Pivoted && finishedEarlier(ctx, sel, f.RunID, stateRoot, kubeconfig, prog, c.App.Writer):
+			fmt.Fprintf(c.App.Writer, "The pivot of run %s has finished: the management cluster holds the moved Clusters and kind is gone.\n", f.RunID)
+			return nil
+		case f.State == pivoted.Pivoted || f.State == pivoted.NotYet:
 			msg += fmt.Sprintf("; the management cluster answers through %s: if an earlier pivot deleted kind, it has finished", mgmt.Kubeconfig)
-		} else if f, ferr := pivoted.Look(ctx, pivoted.Options{Kubeconfig: mgmt.Kubeconfig, Context: mgmt.Context, FluxNamespace: boot.FluxNamespace}); ferr == nil && f.State == pivoted.Unknown {
+		case f.State == pivoted.Unknown:
 			// Neither side answers, and a management context exists: an
 			// earlier pivot may have finished or stopped anywhere.
 			return cli.UnknownStateError(fmt.Errorf("%s, and neither does the management cluster behind context %s in %s (%v): whether an earlier pivot finished is unknown, so nothing was done; rerun once either answers",

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -18,11 +16,11 @@ import (
 // outgoing connections take their source ports from that same ephemeral
 // range, so one of them may take the port before the controller binds it.
 //
-// So ports come from 10000-18999: below the ephemeral range (32768 on
-// Linux), where the kernel never assigns one on its own, and below CAPD's
-// in-memory backend, which takes 19000 and then 20000, 20001, ... for the
-// fake API servers of its machines. Each is checked bindable, and none is
-// handed out twice by this process.
+// So ports come from 10000-18999: below the ephemeral range (32768 up by
+// Linux's default), where the kernel never assigns one on its own, and
+// below CAPD's in-memory backend, which takes 19000 and then 20000, 20001,
+// ... for the fake API servers of its machines. Each is checked bindable,
+// and none is handed out twice by this process.
 
 var handedOut = struct {
 	sync.Mutex
@@ -37,14 +35,10 @@ const (
 )
 
 func freePort() (int, error) {
-	top := min(highestPort, ephemeralStart()-1)
-	if top <= lowestPort {
-		return kernelPort()
-	}
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	for range 200 {
-		p := lowestPort + rand.IntN(top-lowestPort+1)
+		p := lowestPort + rand.IntN(highestPort-lowestPort+1)
 		if handedOut.ports[p] {
 			continue
 		}
@@ -56,43 +50,5 @@ func freePort() (int, error) {
 		handedOut.ports[p] = true
 		return p, nil
 	}
-	return 0, fmt.Errorf("no free loopback port between %d and %d after 200 tries", lowestPort, top)
-}
-
-// ephemeralStart reads the first port of the kernel's ephemeral range
-// (Linux's default when it cannot be read).
-func ephemeralStart() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 32768
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 32768
-	}
-	return n
-}
-
-// kernelPort is the fallback for a machine whose ephemeral range starts too
-// low to leave room below it.
-func kernelPort() (int, error) {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("finding a free loopback port: %w", err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !handedOut.ports[p] {
-			handedOut.ports[p] = true
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("the kernel kept handing out loopback ports this process already gave away")
+	return 0, fmt.Errorf("no free loopback port between %d and %d after 200 tries", lowestPort, highestPort)
 }
