@@ -10,7 +10,9 @@ import (
 // work against waiting on controllers (the Wait steps of its progress
 // output), measured in the same run: own_share is own work over the
 // phase's wall time, and own_x_of_waiting is all of krops's own work over
-// all its waiting. The phase table is in the log (-v).
+// all its waiting. The phase table is in the log (-v). It is a phase
+// report with no baseline: nothing else here runs the same lifecycle to
+// compare with.
 func BenchmarkLocalHostLifecycle(b *testing.B) {
 	for range b.N {
 		l := newLifecycle(b)

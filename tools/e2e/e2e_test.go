@@ -32,8 +32,9 @@ type phase struct {
 // The local-host lifecycle end to end, with a fault in every phase and a
 // rerun of the same command after each:
 //
-//   - `task bootstrap`'s chain creates "kind"; the real Flux Operator and
-//     Flux reconcile the e2e tree; the source-controller dies during the
+//   - `task bootstrap`'s chain creates "kind", the engine failing half
+//     way through the first create (exit 1; the rerun creates it); the
+//     real Flux Operator and Flux reconcile the e2e tree; the source-controller dies during the
 //     seed (the seed runs out of time, exit 1; the rerun converges);
 //   - the real Cluster API controllers provision local-management and
 //     local-workload, and krops-pivot moves them, killed (SIGKILL) at every
@@ -44,8 +45,9 @@ type phase struct {
 //   - `tools/task.sh teardown` loses the management cluster's API in the
 //     middle (exit 3 through task, nothing more deleted), and the rerun
 //     once it is back deletes the workload cluster through the real
-//     cascade, removes the management cluster's containers and its
-//     context.
+//     cascade, removes the management cluster's one stand-in container
+//     (its load balancer: the in-memory backend makes no others) and the
+//     registry, and forgets its context.
 func TestLocalHostLifecycle(t *testing.T) {
 	// Each phase's time goes to the log, for the budget (docs/testing.md).
 	mark := time.Now()
@@ -57,9 +59,7 @@ func TestLocalHostLifecycle(t *testing.T) {
 	l := newLifecycle(t)
 	lap("harness")
 	chain := l.bootstrap()
-	for _, argv := range chain[:3] {
-		l.mustRun(t, runOptions{}, argv...)
-	}
+	kindWithAFailingEngine(t, l, chain[:3])
 	lap("kind")
 	if got := strings.Join(l.kind.created, ","); got != "mgmt" {
 		t.Fatalf("kind clusters created: %q, want mgmt", got)
@@ -106,6 +106,27 @@ func bootstrapAgainIsRefused(t *testing.T, l *lifecycle, chain [][]string, runID
 	if got := strings.Join(l.kind.created, ","); got != "mgmt" {
 		t.Errorf("kind clusters created: %q, want only the first bootstrap's mgmt", got)
 	}
+}
+
+// kindWithAFailingEngine runs `task bootstrap`'s first three commands
+// with the engine failing half way through the first create: `krops-kind
+// up` exits 1 naming the engine's error, no cluster is left, and the rerun
+// creates it.
+func kindWithAFailingEngine(t *testing.T, l *lifecycle, argv [][]string) {
+	t.Helper()
+	l.mustRun(t, runOptions{}, argv[0]...)
+	l.mustRun(t, runOptions{}, argv[1]...)
+	l.kind.mu.Lock()
+	l.kind.failCreates = 1
+	l.kind.mu.Unlock()
+	r := l.run(t, runOptions{}, argv[2]...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "creating kind cluster mgmt") || !strings.Contains(r.Stderr, "exit status 125") {
+		t.Fatalf("krops-kind up with the engine failing: exit %d, want 1 naming the engine's error\n%s", r.Code, r.Stderr)
+	}
+	if l.kind.cluster("mgmt") != nil {
+		t.Fatal("a failed create left a kind cluster behind")
+	}
+	l.mustRun(t, runOptions{}, argv[2]...)
 }
 
 // seedWithoutSourceController kills the source-controller on kind as the
@@ -212,7 +233,7 @@ func teardownLosingTheAPI(t *testing.T, l *lifecycle) {
 		t.Error("the teardown asked the management Cluster to delete itself")
 	}
 	log := l.engineLog()
-	for _, want := range []string{"ps -a --filter name=^local-management", "rm -f -v krops-registry"} {
+	for _, want := range []string{"ps -a --filter name=^local-management", "rm -f -v local-management-lb", "rm -f -v krops-registry"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the teardown did not run %q; engine calls:\n%s", want, log)
 		}

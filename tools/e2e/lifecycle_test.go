@@ -91,7 +91,7 @@ func newLifecycle(t testing.TB) *lifecycle {
 	}))
 
 	reg := testenv.Registry(t)
-	fluxCharts := seedtest.OperatorChart(t, reg, "0.61.0")
+	fluxCharts := seedtest.StandInOperatorChart(t, reg, "0.61.0")
 	charts := seedtest.ChartRepository(t,
 		seedtest.Chart{Name: "cert-manager", Version: "1.21.2", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-cert-manager}\n"}},
 		seedtest.Chart{Name: "cluster-api-operator", Version: "0.29.0", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-capi-operator}\n"}},
@@ -295,8 +295,10 @@ func buildBinaries(t testing.TB) string {
 // It answers what the docker provider and krops-sweep ask: the registry
 // container (running, publishing the loopback registry's port, on the kind
 // network), the management cluster's published API port (the stand-in
-// load balancer's), and CAPD's containers (none: the in-memory backend
-// makes none). Every call is logged. The plugin runs it with a filtered
+// load balancer's), and the management cluster's one container: CAPD's
+// in-memory backend makes none, so the load balancer container the
+// endpoint is published from is the whole of it, listed until removed.
+// Every call is logged. The plugin runs it with a filtered
 // environment, so its settings are written in.
 func standInEngine(t testing.TB, registryPort string, lbPort int) string {
 	t.Helper()
@@ -310,11 +312,17 @@ container)
 	[ "$2 $3" = "inspect krops-registry" ] || { echo "Error: No such container: $3" >&2; exit 1; }
 	[ -f "@DIR@/registry-removed" ] && { echo "Error: No such container: $3" >&2; exit 1; }
 	echo '[{"State":{"Running":true},"NetworkSettings":{"Ports":{"5000/tcp":[{"HostIp":"127.0.0.1","HostPort":"@REGPORT@"}]},"Networks":{"kind":{}}}}]' ;;
-port) [ "$2" = local-management-lb ] || { echo "Error: No such container: $2" >&2; exit 1; }; echo "127.0.0.1:@LBPORT@" ;;
-ps) exit 0 ;;
+port)
+	[ "$2" = local-management-lb ] && [ ! -f "@DIR@/lb-removed" ] || { echo "Error: No such container: $2" >&2; exit 1; }
+	echo "127.0.0.1:@LBPORT@" ;;
+ps)
+	case "$*" in
+	*"name=^local-management"*) [ -f "@DIR@/lb-removed" ] || echo local-management-lb ;;
+	esac ;;
 rm)
 	case "$*" in
 	*krops-registry*) touch "@DIR@/registry-removed" ;;
+	*local-management-lb*) touch "@DIR@/lb-removed" ;;
 	esac ;;
 *) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
 esac

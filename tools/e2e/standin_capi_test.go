@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -29,21 +30,14 @@ import (
 
 var allCRDs = []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm, testenv.FluxOperator}
 
-// kindInventory is the clusterctl inventory the Cluster API operator
-// writes on kind for local-host's providers (mgmt/local-host/capi-providers
-// without the addon provider), which Flux would have installed there; the
-// e2e tree leaves them out.
-var kindInventory = []struct{ name, namespace, typ string }{
-	{"cluster-api", "capi-system", "CoreProvider"},
-	{"bootstrap-kubeadm", "capi-kubeadm-bootstrap-system", "BootstrapProvider"},
-	{"control-plane-kubeadm", "capi-kubeadm-control-plane-system", "ControlPlaneProvider"},
-	{"infrastructure-docker", "capd-system", "InfrastructureProvider"},
-}
-
+// writeKindInventory writes the clusterctl inventory the Cluster API
+// operator writes on kind for local-host's providers, at the versions
+// mgmt/local-host/capi-providers pins (without the addon provider), which
+// Flux would have installed there; the e2e tree leaves them out.
 func writeKindInventory(t testing.TB, ctx context.Context, c *testenv.Cluster) {
 	t.Helper()
-	for _, p := range kindInventory {
-		if err := testenv.CreateProviderInventory(ctx, c, p.name, p.namespace, p.typ); err != nil {
+	for _, p := range testenv.TreeProviders(t, filepath.Join(repo, "mgmt", "local-host", "capi-providers"), "AddonProvider") {
+		if err := testenv.CreateProviderInventory(ctx, c, p); err != nil {
 			t.Fatal(err)
 		}
 	}

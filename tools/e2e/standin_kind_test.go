@@ -41,6 +41,10 @@ type standInKind struct {
 	clusters map[string]*kindCluster
 	created  []string // names, in creation order, for the test's checks
 	deleted  []string
+	// failCreates is how many creates fail as the engine failing half way
+	// through would make them: kind removes the nodes it started and
+	// reports the engine's error, so no cluster is left.
+	failCreates int
 }
 
 type kindCluster struct {
@@ -113,6 +117,16 @@ func (k *standInKind) handle(t testing.TB, req kindRequest) {
 		k.mu.Unlock()
 		if exists {
 			req.done <- fmt.Errorf("node(s) already exist for a cluster with the name %q", req.name)
+			return
+		}
+		k.mu.Lock()
+		fail := k.failCreates > 0
+		if fail {
+			k.failCreates--
+		}
+		k.mu.Unlock()
+		if fail {
+			req.done <- fmt.Errorf("failed to create cluster: command \"docker run --name %s-control-plane ...\" failed with error: exit status 125 (stand-in engine fault)", req.name)
 			return
 		}
 		c := k.create(t, req.name)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
 )
@@ -120,7 +120,7 @@ func TestSeedFollowsTheChainToTheWorkloadCluster(t *testing.T) {
 	defer cancel()
 	go seedtest.StandInKubelet(ctx, mgmt.Client)
 	reg := testenv.Registry(t)
-	charts := seedtest.OperatorChart(t, reg, "0.61.0")
+	charts := seedtest.StandInOperatorChart(t, reg, "0.61.0")
 
 	// The kubeconfig as CAPD records it: the workload's credentials, an
 	// endpoint only the kind network resolves.
@@ -180,7 +180,8 @@ spec: {interval: 3s, url: oci://%s/krops, insecure: true, ref: {tag: latest}}
 	// waiting for, and exits 1; nothing applied is undone.
 	cmd := exec.Command(bin, append(args, "--wait-for", "never-there")...)
 	cmd.Dir, cmd.Env = root, env
-	var stderr bytes.Buffer
+	// Written by exec's copying goroutine while this one reads it.
+	var stderr proc.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

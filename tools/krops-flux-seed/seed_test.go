@@ -27,7 +27,7 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 	defer cancel()
 	go seedtest.StandInKubelet(ctx, cluster.Client)
 	reg := testenv.Registry(t)
-	charts := seedtest.OperatorChart(t, reg, "0.61.0")
+	charts := seedtest.StandInOperatorChart(t, reg, "0.61.0")
 	rec := testenv.NewAPIRecorder(t, cluster.Config)
 	kubeconfig := rec.Kubeconfig(t, "kind-seed")
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -393,8 +394,13 @@ func interrupted(t *testing.T) []string {
 	stop("providers")
 	// The management cluster's inventory lacks a provider kind uses: the
 	// move is refused before anything on kind changes.
-	mustCode(t, "inventory", w.run(t), 2, "InfrastructureProvider/docker v1.14.2 is not installed on the management cluster")
+	docker := treeProviders(t)[slices.IndexFunc(treeProviders(t), func(p testenv.Provider) bool { return p.Type == "InfrastructureProvider" })]
+	mustCode(t, "inventory", w.run(t), 2, "InfrastructureProvider/docker "+docker.Version+" is not installed on the management cluster")
 	w.skipInventory.Store("")
+	// Kind runs a newer core provider than the one the management
+	// cluster's manifests install: clusterctl would move objects an older
+	// controller may not read, so the move is refused.
+	newerCoreOnKind(t, ctx, w)
 	// A Cluster paused by someone else is never unpaused by krops, and
 	// clusterctl would not move it: refused.
 	mustCode(t, "paused by Git", w.run(t), 2, "Cluster(s) local-extra in default are paused (spec.paused), and not by krops")
@@ -508,4 +514,29 @@ func editKCPOwners(t *testing.T, ctx context.Context, c *testenv.Cluster, key cl
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newerCoreOnKind makes kind's clusterctl inventory record Cluster API core
+// one patch release newer than the tree pins, runs the pivot, which must
+// refuse (exit 2) naming both versions, and puts the entry back.
+func newerCoreOnKind(t *testing.T, ctx context.Context, w *world) {
+	t.Helper()
+	core := treeProviders(t)[slices.IndexFunc(treeProviders(t), func(p testenv.Provider) bool { return p.Type == "CoreProvider" })]
+	pinned := version.MustParseSemantic(core.Version)
+	newer := "v" + pinned.WithPatch(pinned.Patch()+1).String()
+	setVersion := func(v string) {
+		t.Helper()
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "Provider"})
+		if err := w.kind.Client.Get(ctx, client.ObjectKey{Namespace: core.Namespace, Name: core.Inventory}, u); err != nil {
+			t.Fatal(err)
+		}
+		u.Object["version"] = v
+		if err := w.kind.Client.Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setVersion(newer)
+	mustCode(t, "newer core on kind", w.run(t), 2, "CoreProvider/cluster-api is at "+core.Version+" on the management cluster, older than "+newer+" on kind")
+	setVersion(core.Version)
 }

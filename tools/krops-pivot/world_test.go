@@ -57,18 +57,19 @@ manifest = "fallbacks/identity.yaml"`
 	return e
 }())
 
-var providerKinds = []struct{ kind, name, ns, typ, inventory string }{
-	{"CoreProvider", "cluster-api", "capi-system", "CoreProvider", "cluster-api"},
-	{"BootstrapProvider", "kubeadm", "capi-kubeadm-bootstrap-system", "BootstrapProvider", "bootstrap-kubeadm"},
-	{"ControlPlaneProvider", "kubeadm", "capi-kubeadm-control-plane-system", "ControlPlaneProvider", "control-plane-kubeadm"},
-	{"InfrastructureProvider", "docker", "capd-system", "InfrastructureProvider", "infrastructure-docker"},
+// treeProviders are local-host's Cluster API providers at the versions its
+// tree pins (mgmt/local-host/capi-providers), without the addon provider
+// this world does not run: on kind as the inventory Flux's install left,
+// and on the target as the pivot's provider manifests.
+func treeProviders(t testing.TB) []testenv.Provider {
+	return testenv.TreeProviders(t, "../../mgmt/local-host/capi-providers", "AddonProvider")
 }
 
-func repoFiles() map[string]string {
+func repoFiles(t testing.TB) map[string]string {
 	var ns, providers strings.Builder
-	for _, p := range providerKinds {
-		fmt.Fprintf(&ns, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", p.ns)
-		fmt.Fprintf(&providers, "---\napiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: %s\nmetadata: {name: %s, namespace: %s}\nspec: {version: v1.14.2}\n", p.kind, p.name, p.ns)
+	for _, p := range treeProviders(t) {
+		fmt.Fprintf(&ns, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", p.Namespace)
+		fmt.Fprintf(&providers, "---\napiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: %s\nmetadata: {name: %s, namespace: %s}\nspec: {version: %s}\n", p.Type, p.Name, p.Namespace, p.Version)
 	}
 	return map[string]string{
 		"bootstrap.toml":              worldConfig,
@@ -125,7 +126,7 @@ func newWorld(t *testing.T) *world {
 	go w.standInNodes(ctx)
 
 	w.root = t.TempDir()
-	files := repoFiles()
+	files := repoFiles(t)
 	images, err := os.ReadFile("../../airgap/images.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	reg := testenv.Registry(t)
-	fluxCharts := seedtest.OperatorChart(t, reg, "0.61.0")
+	fluxCharts := seedtest.StandInOperatorChart(t, reg, "0.61.0")
 	charts := seedtest.ChartRepository(t,
 		seedtest.Chart{Name: "cert-manager", Version: "1.21.2", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-cert-manager}\n"}},
 		seedtest.Chart{Name: "cluster-api-operator", Version: "0.29.0", Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stand-in-capi-operator}\n"}},
@@ -241,14 +242,15 @@ func (w *world) seedKind(t *testing.T, ctx context.Context) {
 	for _, name := range []string{"flux-system", "clusters"} {
 		docs = append(docs, fmt.Sprintf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: %s, namespace: flux-system}\nspec: {interval: 10m, prune: true, path: ./mgmt/local-host, sourceRef: {kind: OCIRepository, name: flux-system}}\n", name))
 	}
-	for _, p := range providerKinds {
-		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", p.ns))
+	providers := treeProviders(t)
+	for _, p := range providers {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", p.Namespace))
 	}
 	for _, d := range docs {
 		k.CreateYAML(t, ctx, d)
 	}
-	for _, p := range providerKinds {
-		if err := testenv.CreateProviderInventory(ctx, k, p.inventory, p.ns, p.typ); err != nil {
+	for _, p := range providers {
+		if err := testenv.CreateProviderInventory(ctx, k, p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"fmt"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"os"
@@ -51,12 +50,12 @@ func (h hostile) standIn(t *testing.T, body string) {
 }
 
 // started runs the binary in the background.
-func (h hostile) started(t *testing.T, extraEnv []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func (h hostile) started(t *testing.T, extraEnv []string, args ...string) (*exec.Cmd, *sdktest.Buffer) {
 	t.Helper()
 	cmd := exec.Command(h.bin, args...)
 	cmd.Dir = h.dir
 	cmd.Env = append(append([]string{}, h.env...), extraEnv...)
-	var out bytes.Buffer
+	var out sdktest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

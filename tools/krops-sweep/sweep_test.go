@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,7 +170,7 @@ func TestInterruptedSweepThenRerun(t *testing.T) {
 			f.proxy.Add(testenv.Rule{Action: "DeleteSubnet", Times: 1, Hang: true})
 			cmd := exec.Command(f.bin, "cloud", "aws")
 			cmd.Dir, cmd.Env = f.dir, f.env
-			var out, errOut bytes.Buffer
+			var out, errOut sdktest.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

@@ -97,13 +97,19 @@ func teardownAction(c *ucli.Context) error {
 			}
 			return bootcluster.Down(ctx, ks.Options)
 		},
-		RemoveContainers: func(ctx context.Context, prefix string, last []string) error {
-			ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
-			eng, err := engine.Detect(ctx, engine.Options{Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost, Env: os.Environ()})
+		ListContainers: func(ctx context.Context, prefix string) ([]string, error) {
+			eng, err := detectEngine(ctx, sel)
 			if err != nil {
-				return cli.UsageError(err)
+				return nil, err
 			}
-			return removeContainers(ctx, eng, prefix, last)
+			return listContainers(ctx, eng, prefix)
+		},
+		RemoveContainers: func(ctx context.Context, names []string) error {
+			eng, err := detectEngine(ctx, sel)
+			if err != nil {
+				return err
+			}
+			return removeContainers(ctx, eng, names)
 		},
 	}
 	// Preflight, before anything changes: the cloud side is readable with
@@ -122,8 +128,7 @@ func teardownAction(c *ucli.Context) error {
 		}
 	}
 	if !c.Bool("dry-run") && !sel.Knobs.AWSOnly {
-		ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
-		_, err := engine.Detect(c.Context, engine.Options{Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost, Env: os.Environ()})
+		_, err := detectEngine(c.Context, sel)
 		switch {
 		case err != nil && pol.HostRemoval == sdk.RemoveContainers:
 			// Its whole host is containers: nothing of it can go.
@@ -149,14 +154,24 @@ func teardownAction(c *ucli.Context) error {
 	return err
 }
 
-// removeContainers removes the containers named <prefix> or <prefix>-…
-// (CAPD names a cluster's containers <cluster>-lb, <cluster>-control-plane-…),
-// then the named ones (the registry). A name that merely starts with the
-// same letters (<prefix>ish) belongs to something else and stays.
-func removeContainers(ctx context.Context, eng *engine.Engine, prefix string, last []string) error {
+// detectEngine finds the container engine the environment's knobs name.
+func detectEngine(ctx context.Context, sel *cli.Selected) (*engine.Engine, error) {
+	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
+	eng, err := engine.Detect(ctx, engine.Options{Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost, Env: os.Environ()})
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	return eng, nil
+}
+
+// listContainers lists the containers named <prefix> or <prefix>-… (CAPD
+// names a cluster's containers <cluster>-lb, <cluster>-control-plane-…). A
+// name that merely starts with the same letters (<prefix>ish) belongs to
+// something else.
+func listContainers(ctx context.Context, eng *engine.Engine, prefix string) ([]string, error) {
 	res, err := eng.Run(ctx, "ps", "-a", "--filter", "name=^"+prefix, "--format", "{{.Names}}")
 	if err != nil {
-		return fmt.Errorf("listing containers named %s*: %w", prefix, err)
+		return nil, fmt.Errorf("listing containers named %s*: %w", prefix, err)
 	}
 	var names []string
 	for _, n := range strings.Fields(string(res.Stdout)) {
@@ -166,7 +181,13 @@ func removeContainers(ctx context.Context, eng *engine.Engine, prefix string, la
 			names = append(names, n)
 		}
 	}
-	for _, n := range append(names, last...) {
+	return names, nil
+}
+
+// removeContainers removes names in order; one that is already gone counts
+// as removed (a rerun after an interrupted removal).
+func removeContainers(ctx context.Context, eng *engine.Engine, names []string) error {
+	for _, n := range names {
 		if _, err := eng.Run(ctx, "rm", "-f", "-v", n); err != nil && !strings.Contains(err.Error(), "No such container") {
 			return fmt.Errorf("removing container %s: %w", n, err)
 		}

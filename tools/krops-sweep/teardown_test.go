@@ -577,6 +577,34 @@ func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
 	}
 }
 
+// local-host after the pivot, with the management cluster answering but
+// none of its containers on the engine krops finds (another engine or
+// socket, or other names): unknown state (exit 3). Nothing of the host is
+// removed, the registry stays, and the context is kept, so a rerun with
+// the right engine can finish.
+func TestTeardownSelfManagedWithoutItsContainersIsUnknownState(t *testing.T) {
+	s := newBase(t, teardownConfig, []string{"docker"}, false)
+	s.clusters(t, "local-management", "local-workload")
+	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	// The stand-in engine lists no local-management containers from now on.
+	if err := os.WriteFile(filepath.Join(s.engineDir, "containers-removed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run(t, []string{"KUBECONFIG=" + filepath.Join(s.dir, "kind-is-gone.yaml"), "MGMT_KUBECONFIG=" + mgmt}, "local-host")
+	out := r.Stdout + r.Stderr
+	if r.Code != 3 || !strings.Contains(out, "the container engine has no container named local-management or local-management-*") ||
+		!strings.Contains(out, "nothing of the host was removed and its context is kept") || !strings.Contains(out, "CONTAINER_ENGINE or ENGINE_SOCK") {
+		t.Fatalf("exit %d, want 3 naming the missing containers and the engine knobs\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	log, _ := os.ReadFile(filepath.Join(s.engineDir, "log"))
+	if strings.Contains(string(log), "rm ") {
+		t.Errorf("containers were removed on unknown state:\n%s", log)
+	}
+	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || !has {
+		t.Errorf("context krops-mgmt was removed from %s although its cluster still answers (%v)", mgmt, err)
+	}
+}
+
 // The local-host teardown on kind against the real Cluster API stack: both
 // clusters are provisioned for real (CAPD's in-memory backend); the
 // teardown deletes the clusters teardown.capi-workloads names and, since

@@ -9,10 +9,12 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 export GOWORK=off
 
-version="$(cd "$here/flux" && go list -m -f '{{.Version}}' github.com/fluxcd/source-controller)"
-kversion="$(cd "$here/flux" && go list -m -f '{{.Version}}' github.com/fluxcd/kustomize-controller)"
+version="$(modversion "$here/flux" github.com/fluxcd/source-controller)"
+kversion="$(modversion "$here/flux" github.com/fluxcd/kustomize-controller)"
 cache_root="${KROPS_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krops/testbin}"
 dest="$cache_root/flux-source-$version-kustomize-$kversion"
 mkdir -p "$dest"

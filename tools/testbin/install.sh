@@ -12,12 +12,10 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 # These modules are deliberately outside go.work.
 export GOWORK=off
-
-modversion() { # modversion <dir> <module>: the version <dir>/go.mod requires
-	(cd "$1" && go list -m -f '{{.Version}}' "$2")
-}
 
 k8s_version="$(modversion "$here/apiserver" k8s.io/kubernetes)"
 etcd_version="$(modversion "$here/etcd" go.etcd.io/etcd/server/v3)"

@@ -2,7 +2,14 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 )
 
 // capiProviderKinds are the Cluster API operator's provider kinds, with the
@@ -19,12 +27,76 @@ var capiProviderKinds = []struct{ kind, prefix string }{
 	{"InfrastructureProvider", "infrastructure-"}, {"AddonProvider", "addon-"},
 }
 
+// Provider is one Cluster API provider as clusterctl's inventory records
+// it: the entry's name (bootstrap-kubeadm), the provider's own name
+// (kubeadm), its namespace, type (BootstrapProvider) and version.
+type Provider struct {
+	Inventory, Name, Namespace, Type, Version string
+}
+
+// TreeProviders reads the Cluster API operator's provider objects
+// (CoreProvider, InfrastructureProvider, ...) from the YAML files under dir,
+// such as mgmt/local-host/capi-providers, with the versions their
+// spec.version pins: the inventory the operator writes once it has
+// installed them. skipKinds leaves out provider kinds (AddonProvider where
+// a test does not install it).
+func TreeProviders(t testing.TB, dir string, skipKinds ...string) []Provider {
+	t.Helper()
+	var out []Provider
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, doc := range strings.Split(string(b), "\n---") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if u.GroupVersionKind().Group != "operator.cluster.x-k8s.io" || slices.Contains(skipKinds, u.GetKind()) {
+				continue
+			}
+			p, ok := providerOf(u)
+			if !ok {
+				return fmt.Errorf("%s: %s %s has no spec.version, so the version it installs is not known", path, u.GetKind(), u.GetName())
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading the Cluster API providers under %s: %v", dir, err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Cluster API provider objects under %s", dir)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Inventory < out[j].Inventory })
+	return out
+}
+
+// providerOf is the inventory entry the operator writes for provider
+// object u; false when u pins no version.
+func providerOf(u *unstructured.Unstructured) (Provider, bool) {
+	v, _, _ := unstructured.NestedString(u.Object, "spec", "version")
+	for _, pk := range capiProviderKinds {
+		if pk.kind == u.GetKind() {
+			return Provider{Inventory: pk.prefix + u.GetName(), Name: u.GetName(), Namespace: u.GetNamespace(), Type: pk.kind, Version: v}, v != ""
+		}
+	}
+	return Provider{}, false
+}
+
 // StandInCAPIOperator is a STAND-IN for the Cluster API operator, which
 // runs providers as pods and cannot run here: until ctx ends, every
 // provider object on c (CoreProvider, InfrastructureProvider, ...) becomes
-// Ready and gets its clusterctl inventory entry, as the operator writes
-// once the provider's controllers run. skip, when set, names inventory
-// entries it must not write (a provider that did not install).
+// Ready and gets its clusterctl inventory entry at the version its
+// spec.version names, as the operator writes once the provider's
+// controllers run. A provider object without a version gets no entry (the
+// operator would pick one the stand-in cannot know). skip, when set, names
+// inventory entries it must not write (a provider that did not install).
 func StandInCAPIOperator(ctx context.Context, c *Cluster, skip func(inventory string) bool) {
 	for ctx.Err() == nil {
 		for _, pk := range capiProviderKinds {
@@ -35,13 +107,17 @@ func StandInCAPIOperator(ctx context.Context, c *Cluster, skip func(inventory st
 			}
 			for i := range list.Items {
 				u := &list.Items[i]
+				p, ok := providerOf(u)
+				if !ok {
+					continue
+				}
 				if st, _, _ := Condition(u, "Ready"); st != "True" {
 					_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "StandIn",
 						"message": "stand-in operator", "observedGeneration": u.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
 					_ = c.Client.Status().Update(ctx, u)
 				}
-				if name := pk.prefix + u.GetName(); skip == nil || !skip(name) {
-					_ = CreateProviderInventory(ctx, c, name, u.GetNamespace(), pk.kind)
+				if skip == nil || !skip(p.Inventory) {
+					_ = CreateProviderInventory(ctx, c, p)
 				}
 			}
 		}
@@ -52,27 +128,20 @@ func StandInCAPIOperator(ctx context.Context, c *Cluster, skip func(inventory st
 	}
 }
 
-// CreateProviderInventory writes clusterctl's inventory entry name (such as
-// bootstrap-kubeadm) of type typ (BootstrapProvider) in namespace, at
-// v1.14.2, creating the namespace when missing; an existing entry is kept.
-// It is what clusterctl's move reads on both sides.
-func CreateProviderInventory(ctx context.Context, c *Cluster, name, namespace, typ string) error {
-	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+// CreateProviderInventory writes clusterctl's inventory entry for p,
+// creating its namespace when missing; an existing entry is kept. It is
+// what clusterctl's move reads on both sides.
+func CreateProviderInventory(ctx context.Context, c *Cluster, p Provider) error {
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
-	}
-	providerName := name
-	for _, pk := range capiProviderKinds {
-		if pk.prefix != "" {
-			providerName = strings.TrimPrefix(providerName, pk.prefix)
-		}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
-		"metadata":     map[string]any{"name": name, "namespace": namespace},
-		"providerName": providerName, "type": typ, "version": "v1.14.2",
+		"metadata":     map[string]any{"name": p.Inventory, "namespace": p.Namespace},
+		"providerName": p.Name, "type": p.Type, "version": p.Version,
 	}}
 	if err := c.Client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+		return fmt.Errorf("clusterctl inventory entry %s/%s: %w", p.Namespace, p.Inventory, err)
 	}
 	return nil
 }

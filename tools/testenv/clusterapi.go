@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -225,17 +229,42 @@ func RunClusterAPIStack(t testing.TB, c *Cluster) *Controllers {
 	return cs
 }
 
-// holdCAPDLock takes the machine-wide CAPD lock, waiting for it, and
-// returns its release; t's cleanup releases it too (at most once).
+// capdHolder is what the CAPD lock file records of the test holding it.
+type capdHolder struct {
+	PID   int       `json:"pid"`
+	Run   string    `json:"run"`
+	Test  string    `json:"test"`
+	Since time.Time `json:"since"`
+}
+
+// testRun names the run a test binary belongs to: tools/scripts/test.sh
+// sets KROPS_TEST_RUN for every go test it starts; otherwise the binary's
+// parent, the go test command.
+func testRun() string {
+	if r := os.Getenv("KROPS_TEST_RUN"); r != "" {
+		return r
+	}
+	return "go-test-" + strconv.Itoa(os.Getppid())
+}
+
+// Waits for the CAPD lock: a test of the same run may hold it for minutes
+// (the lifecycle test holds it through a pivot), but a holder from another
+// run is a leftover, or a second run on the same machine, and waiting for
+// it would only time the run out.
+const (
+	capdWaitSameRun  = 20 * time.Minute
+	capdWaitOtherRun = 10 * time.Second
+)
+
+// holdCAPDLock takes the machine-wide CAPD lock, waiting for it while a
+// test of the same run holds it, and returns its release; t's cleanup
+// releases it too (at most once). A holder from another run, or one that
+// holds it too long, fails t naming the holder.
 func holdCAPDLock(t testing.TB) func() {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "krops-testenv-capd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := lockExclusive(filepath.Join(os.TempDir(), "krops-testenv-capd.lock"), capdHolder{PID: os.Getpid(), Run: testRun(), Test: t.Name()}, capdWaitOtherRun, capdWaitSameRun, t.Logf)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatal(err)
+		t.Fatalf("CAPD's machine-wide lock: %v", err)
 	}
 	var once sync.Once
 	release := func() {
@@ -247,4 +276,50 @@ func holdCAPDLock(t testing.TB) func() {
 	// Registered before run's cleanup, so it runs after CAPD has stopped.
 	t.Cleanup(release)
 	return release
+}
+
+// lockExclusive takes an exclusive flock on path for me and records me in
+// the file. While another process holds it, it waits up to sameRun when the
+// holder is of my run, and up to otherRun when it is not; then it gives up,
+// naming the holder.
+func lockExclusive(path string, me capdHolder, otherRun, sameRun time.Duration, logf func(string, ...any)) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	logged := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		var h capdHolder
+		b, _ := os.ReadFile(path)
+		_ = json.Unmarshal(b, &h)
+		holder := fmt.Sprintf("pid %d (%s, run %s, since %s)", h.PID, h.Test, h.Run, h.Since.Format(time.RFC3339))
+		waited := time.Since(start)
+		switch {
+		case h.Run != me.Run && waited > otherRun:
+			f.Close()
+			return nil, fmt.Errorf("%s is held by %s, which is not part of this test run (%s): another run, or a leftover test process; stop it (kill %d) and rerun", path, holder, me.Run, h.PID)
+		case waited > sameRun:
+			f.Close()
+			return nil, fmt.Errorf("%s is still held by %s after %s", path, holder, waited.Round(time.Second))
+		case !logged:
+			logf("waiting for %s, held by %s", path, holder)
+			logged = true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	me.Since = time.Now()
+	b, _ := json.Marshal(me)
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt(b, 0)
+	}
+	return f, nil
 }

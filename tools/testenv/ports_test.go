@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -10,6 +12,24 @@ import (
 // row; each must be distinct, bindable, and outside both the range the
 // kernel gives to outgoing connections and CAPD's in-memory ports.
 func TestFreePortsAreDistinctBindableAndBelowTheEphemeralRange(t *testing.T) {
+	// The range is below this machine's ephemeral range, read from the
+	// kernel rather than assumed (Linux's default starts at 32768, but a
+	// host may lower it).
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Fatalf("reading the kernel's ephemeral port range: %v", err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("ip_local_port_range %q: want two numbers", b)
+	}
+	ephemeralLow, err := strconv.Atoi(f[0])
+	if err != nil {
+		t.Fatalf("ip_local_port_range %q: %v", b, err)
+	}
+	if highestPort >= ephemeralLow {
+		t.Fatalf("the harness's ports reach %d, inside the kernel's ephemeral range (from %d): outgoing connections may take them", highestPort, ephemeralLow)
+	}
 	seen := map[int]bool{}
 	for range 300 {
 		p, err := freePort()

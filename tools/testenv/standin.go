@@ -16,9 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The helpers below are STAND-INS for controllers that cannot run on this
-// machine (Flux, Cluster API providers and the CAPI operator need container
-// images or Docker). They write what those controllers would write (status
+// The helpers below are STAND-INS for controllers the harness does not run
+// as processes: the Cluster API operator and infrastructure providers other
+// than CAPD's in-memory backend (they need container images, Docker or a
+// cloud), kubelets and kube-controller-manager. Flux, the Flux Operator and
+// the Cluster API stack do run for real (flux.go, clusterapi.go). The
+// helpers write what the missing controllers would write (status
 // conditions, kubeconfig Secrets, Node objects) with a delay, so the tools
 // under test meet real API servers with realistic timing. A test using them
 // must say so in its name or comment.

@@ -1,6 +1,6 @@
 // Package seedtest holds test helpers for the tools that install Flux and
-// charts: a flux-operator chart built from the operator module's own
-// manifests, a classic Helm chart repository on loopback, and a STAND-IN
+// charts: a stand-in flux-operator chart built from the operator module's
+// own manifests, a classic Helm chart repository on loopback, and a STAND-IN
 // for the kubelet that marks Deployments available.
 package seedtest
 
@@ -25,10 +25,15 @@ import (
 	"github.com/kropsdev/krops/tools/testenv"
 )
 
-// OperatorChart builds a flux-operator chart from the operator module's own
-// install manifests (no chart ships in a Go module) and pushes it to the
-// loopback registry as <host>/charts/flux-operator:<version>.
-func OperatorChart(t testing.TB, reg *testenv.OCIRegistry, version string) string {
+// StandInOperatorChart is a STAND-IN for the published flux-operator chart
+// (no chart ships in a Go module, and no chart registry is reachable): a
+// chart made of the operator module's own install manifests at the one
+// version the module proxy serves (testenv.FluxOperator, v0.59.0), pushed to
+// the loopback registry as <host>/charts/flux-operator:<version>. version
+// is the chart version bootstrap.toml pins (0.61.0), because the seed pulls
+// exactly that; the chart's appVersion and its stand-in annotation say
+// which manifests it really carries.
+func StandInOperatorChart(t testing.TB, reg *testenv.OCIRegistry, version string) string {
 	t.Helper()
 	crd := testenv.CRDPaths(t, testenv.FluxOperator)[0]
 	module := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(crd)))) // .../config/crd/bases/x.yaml
@@ -40,7 +45,8 @@ func OperatorChart(t testing.TB, reg *testenv.OCIRegistry, version string) strin
 		}
 		templates = append(templates, &common.File{Name: "templates/" + filepath.Base(f), Data: b})
 	}
-	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "flux-operator", Version: version, AppVersion: "v0.59.0"}, Templates: templates}
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "flux-operator", Version: version, AppVersion: testenv.FluxOperator.Version,
+		Annotations: map[string]string{"krops.dev/stand-in": "flux-operator " + testenv.FluxOperator.Version + " install manifests under chart version " + version}}, Templates: templates}
 	dir := t.TempDir()
 	path, err := chartutil.Save(ch, dir)
 	if err != nil {

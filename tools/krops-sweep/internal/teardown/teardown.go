@@ -94,9 +94,12 @@ type Options struct {
 	UninstallOperator func(ctx context.Context, h Host) error
 	// DeleteKind removes the kind cluster.
 	DeleteKind func(ctx context.Context) error
-	// RemoveContainers removes the self-managed management cluster's
-	// containers by prefix, and the named ones last.
-	RemoveContainers func(ctx context.Context, prefix string, last []string) error
+	// ListContainers lists the self-managed management cluster's containers:
+	// those named exactly prefix or prefix-… on the host's engine.
+	ListContainers func(ctx context.Context, prefix string) ([]string, error)
+	// RemoveContainers removes the named containers, in order; one already
+	// gone counts as removed.
+	RemoveContainers func(ctx context.Context, names []string) error
 	// Force removes the host even when Clusters are not confirmed gone
 	// (FORCE_KIND_DELETE=1).
 	Force  bool
@@ -193,7 +196,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if err != nil {
 			if errors.Is(err, ErrUnknownState) {
 				sum.Left = append(sum.Left, "the controller host "+r.host.Name+" is kept running: what it is deprovisioning goes on")
-				sum.Next = "rerun `krops-sweep " + o.Environment + "` once the API server answers"
+				if sum.Next == "" { // a step that knows better said what to do
+					sum.Next = "rerun `krops-sweep " + o.Environment + "` once the API server answers"
+				}
 			}
 			return sum, err
 		}
@@ -606,13 +611,28 @@ func (r *run) removeHost(ctx context.Context) error {
 		}
 	case r.o.Policy.HostRemoval == sdk.RemoveContainers:
 		r.plan("remove the containers named %s* and then %s", r.o.Policy.ContainerPrefix, strings.Join(r.o.Policy.RemoveLast, ", "))
-		if r.o.DryRun || r.o.RemoveContainers == nil {
+		if r.o.DryRun || r.o.RemoveContainers == nil || r.o.ListContainers == nil {
 			return nil
 		}
-		if err := r.o.RemoveContainers(ctx, r.o.Policy.ContainerPrefix, r.o.Policy.RemoveLast); err != nil {
+		names, err := r.o.ListContainers(ctx, r.o.Policy.ContainerPrefix)
+		if err != nil {
+			return &UnknownError{What: "listing the management cluster's containers (" + r.o.Policy.ContainerPrefix + "*)", Err: err}
+		}
+		if len(names) == 0 {
+			// The cluster answered a moment ago, so its containers exist
+			// somewhere: on another engine or socket, or under another
+			// name. Removing the registry and forgetting the context now
+			// would leave a running cluster nobody can find.
+			r.sum.Left = append(r.sum.Left, "the management cluster (context "+r.host.Context+"): it answers, but no container named "+r.o.Policy.ContainerPrefix+" or "+r.o.Policy.ContainerPrefix+"-* is on this engine")
+			r.sum.Next = "point CONTAINER_ENGINE or ENGINE_SOCK at the engine that runs it (or set teardown.mgmt-container-prefix to its containers' names), then rerun `krops-sweep " + r.o.Environment + "`"
+			return &UnknownError{What: "finding the management cluster's containers", Err: fmt.Errorf("the management cluster answers through context %s, but the container engine has no container named %s or %s-*; nothing of the host was removed and its context is kept", r.host.Context, r.o.Policy.ContainerPrefix, r.o.Policy.ContainerPrefix)}
+		}
+		if err := r.o.RemoveContainers(ctx, append(names, r.o.Policy.RemoveLast...)); err != nil {
 			return err
 		}
-		r.sum.Deleted = append(r.sum.Deleted, "containers "+r.o.Policy.ContainerPrefix+"*")
+		for _, n := range append(names, r.o.Policy.RemoveLast...) {
+			r.sum.Deleted = append(r.sum.Deleted, "container "+n)
+		}
 		if err := r.forgetManagement(); err != nil {
 			return err
 		}
