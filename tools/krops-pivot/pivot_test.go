@@ -118,14 +118,21 @@ func asJSON(v any) string {
 // mutation on the way; each rerun resumes, and the end state is the
 // uninterrupted one, object by object.
 func TestPivot(t *testing.T) {
-	var want []string
-	t.Run("uninterrupted", func(t *testing.T) { want = uninterrupted(t) })
-	t.Run("stopped at every step and killed during the move", func(t *testing.T) {
-		got := interrupted(t)
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Errorf("the resumed pivot left on the target:\n%v\nthe uninterrupted one:\n%v", got, want)
-		}
+	t.Parallel()
+	// The two worlds are independent (API servers, registry, engine,
+	// directories of their own), so they run side by side and are compared
+	// once both are done.
+	var want, got []string
+	t.Run("worlds", func(t *testing.T) {
+		t.Run("uninterrupted", func(t *testing.T) { t.Parallel(); want = uninterrupted(t) })
+		t.Run("stopped at every step and killed during the move", func(t *testing.T) { t.Parallel(); got = interrupted(t) })
 	})
+	if t.Failed() {
+		return
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("the resumed pivot left on the target:\n%v\nthe uninterrupted one:\n%v", got, want)
+	}
 }
 
 func uninterrupted(t *testing.T) []string {
@@ -469,6 +476,7 @@ func interrupted(t *testing.T) []string {
 // the move's graph and refuses before anything moves; once the reference
 // is gone, the rerun moves everything.
 func TestPivotRefusesToLeaveAnObjectBehind(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := w.ctx
 	close(w.nodes)

@@ -54,6 +54,7 @@ func (f fixture) run(t *testing.T, extraEnv []string, args ...string) testenv.Re
 }
 
 func TestDryRunThenSweepThenNoOp(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	f := setup(t)
 	r := f.run(t, nil, "cloud", "aws", "--dry-run", "--config", "bootstrap.toml")
 	if r.Code != 0 {
@@ -106,6 +107,7 @@ func TestDryRunThenSweepThenNoOp(t *testing.T) {
 }
 
 func TestRefusalsAndExitCodes(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	f := setup(t)
 	cases := []struct {
 		name string
@@ -138,6 +140,7 @@ func TestRefusalsAndExitCodes(t *testing.T) {
 }
 
 func TestFailedDiscoveryStopsBeforeDeleting(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	f := setup(t)
 	f.proxy.Add(testenv.Rule{Action: "DescribeSubnets", Status: 403, Code: "UnauthorizedOperation"})
 	r := f.run(t, nil, "cloud", "aws")
@@ -148,6 +151,7 @@ func TestFailedDiscoveryStopsBeforeDeleting(t *testing.T) {
 }
 
 func TestWhatCannotBeDeletedIsReportedWithExit1(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	f := setup(t)
 	f.proxy.Add(testenv.Rule{Method: "DELETE", Path: "^/krops-123456789012-eu-west-1-workload-data$", Status: 403, Code: "AccessDenied"})
 	r := f.run(t, nil, "cloud", "aws", "--max-idle-passes", "2")
@@ -163,6 +167,7 @@ func TestWhatCannotBeDeletedIsReportedWithExit1(t *testing.T) {
 // deleted and what was in flight, claims nothing it did not see finish, and
 // a rerun finishes the job.
 func TestInterruptedSweepThenRerun(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			f := setup(t)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ type site struct {
 	engineDir string
 	env       []string
 	ctx       context.Context
-	stuck     string // a DevCluster whose stand-in provider never lets go
+	stuck     atomic.Value // string: a DevCluster whose stand-in provider never lets go
 }
 
 // newSite is kind as bootstrap leaves it for local-host, before the pivot:
@@ -158,6 +159,7 @@ func newBase(t *testing.T, config string, plugins []string, flux bool) *site {
 func newBaseWith(t *testing.T, config string, plugins []string, flux, stack bool) *site {
 	t.Helper()
 	s := &site{}
+	s.stuck.Store("")
 	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", Webhooks: true,
 		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxOperator}})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -240,7 +242,7 @@ func (s *site) standInInfrastructure(ctx context.Context) {
 				case u.GetDeletionTimestamp() == nil && !slices.Contains(fins, fin):
 					u.SetFinalizers(append(fins, fin))
 					_ = s.kind.Client.Update(ctx, u)
-				case u.GetDeletionTimestamp() != nil && u.GetName() != s.stuck && time.Since(u.GetDeletionTimestamp().Time) > 500*time.Millisecond:
+				case u.GetDeletionTimestamp() != nil && u.GetName() != s.stuck.Load() && time.Since(u.GetDeletionTimestamp().Time) > 500*time.Millisecond:
 					u.SetFinalizers(slices.DeleteFunc(fins, func(f string) bool { return f == fin }))
 					_ = s.kind.Client.Update(ctx, u)
 				}
@@ -283,6 +285,7 @@ func index(reqs []string, method, suffix string) int {
 // nothing; then the real controllers carry the teardown out in order and
 // kind goes last.
 func TestTeardownLocalHostInOrder(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newSite(t)
 	r := s.run(t, nil, "local-host", "--dry-run")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "would delete Kustomization flux-system/apps (owns Services default/ingress)") ||
@@ -354,6 +357,7 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 // FORCE_KIND_DELETE removes kind anyway and names what is left; the lock
 // and a manual environment are refused.
 func TestTeardownGuards(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newSite(t)
 
 	// The lock of the kind cluster is held by a live process.
@@ -418,7 +422,7 @@ func TestTeardownGuards(t *testing.T) {
 
 	// A Cluster whose infrastructure never lets go: the wait runs out,
 	// exit 3, kind kept.
-	s.stuck = "local-workload"
+	s.stuck.Store("local-workload")
 	r = s.run(t, []string{"CLUSTER_DELETE_TIMEOUT=5s"}, "local-host")
 	if r.Code != 3 || !strings.Contains(r.Stderr, "Cluster default/local-workload still there after 5s (CLUSTER_DELETE_TIMEOUT)") || s.kindDeleted() {
 		t.Fatalf("stuck: exit %d\n%s", r.Code, r.Stderr)
@@ -440,6 +444,7 @@ func TestTeardownGuards(t *testing.T) {
 // A teardown ended after every step (as a crash would) finishes the job
 // when rerun, with the same end state as one run.
 func TestTeardownRerunAfterEveryStep(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newSite(t)
 	for _, step := range []string{"load-balancers", "suspend-flux", "clusters", "cloud", "providers"} {
 		r := s.run(t, []string{"KROPS_TEST_TEARDOWN_STOP_AFTER=" + step}, "local-host")
@@ -475,6 +480,7 @@ func TestTeardownRerunAfterEveryStep(t *testing.T) {
 // never deleted through its own object (the sweep removes it); kind goes
 // last.
 func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, awstest.BootstrapTOML, []string{"aws"}, false)
 	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
 	awstest.Build(t, m.URL, awstest.Options{})
@@ -524,6 +530,7 @@ func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
 // local-talos: every Cluster goes, the management one included (the
 // provider's policy: that releases the hardware).
 func TestTeardownLocalTalosDeletesEveryCluster(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	config := strings.Replace(teardownConfig, "[environments.azure]", `[environments.local-talos]
 provider = "talos"
 sync = "github"
@@ -550,6 +557,7 @@ hardware-release = true
 // through MGMT_KUBECONFIG and is the host; its containers go by prefix
 // (exactly the prefix: local-managementish stays), the registry last.
 func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	s.clusters(t, "local-management", "local-workload")
 	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
@@ -583,6 +591,7 @@ func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
 // removed, the registry stays, and the context is kept, so a rerun with
 // the right engine can finish.
 func TestTeardownSelfManagedWithoutItsContainersIsUnknownState(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	s.clusters(t, "local-management", "local-workload")
 	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
@@ -612,6 +621,7 @@ func TestTeardownSelfManagedWithoutItsContainersIsUnknownState(t *testing.T) {
 // (KCP, Machine, DevMachine, DevCluster), and removes kind only once both
 // are confirmed gone.
 func TestTeardownLocalHostWithTheRealControllers(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBaseWith(t, teardownConfig, []string{"docker"}, false, true)
 	for _, name := range []string{"local-management", "local-workload"} {
 		testenv.CreateInMemoryCluster(t, s.kind, "default", name)
@@ -648,6 +658,7 @@ func TestTeardownLocalHostWithTheRealControllers(t *testing.T) {
 // delete kind and report success while the environment runs), deletes the
 // workload, removes the management containers, kind, and the context.
 func TestTeardownAfterAnUnfinishedPivotRunsOnTheManagementCluster(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	s.clusters(t, "local-management", "local-workload")
 	s.kind.CreateRunMetadata(t, s.ctx, "local-host-20261201t191333z")
@@ -682,6 +693,7 @@ func TestTeardownAfterAnUnfinishedPivotRunsOnTheManagementCluster(t *testing.T) 
 // the Clusters may have been moved there, so tearing kind down alone could
 // report a live environment gone. Exit 3, nothing written, kind kept.
 func TestTeardownStopsWhenKindAnswersAndTheManagementClusterDoesNot(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	s.clusters(t, "local-management", "local-workload")
 	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")

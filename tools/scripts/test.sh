@@ -1,65 +1,118 @@
 #!/usr/bin/env bash
-# Runs every module's tests and prints how long each phase took.
-# `-short` runs the unit tests only. Everything the integration tests need is
-# built or installed here; under CI=true a missing dependency fails the run.
+# Runs every test of every module (with the race detector), each benchmark
+# once, the tree checks and lint, and prints how long each phase took.
+# `-short` runs the unit tests only: no testbin builds, no integration tests.
+#
+# A cold machine spends most of a run building the testbin programs
+# (kube-apiserver, etcd, Flux, the Flux Operator, Cluster API; about 20
+# minutes on 2 cores). They build in the background while lint and every
+# test that does not need them run; a test that needs one before it is
+# built records its package (KROPS_TESTBIN_DEFER, see testenv.MissingTestbin)
+# and skips, and each recorded package runs again, whole, once the builds are
+# done. On a warm machine the builds take no time and nothing is deferred.
+# Under CI=true a dependency still missing in that second run fails it.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 short=""
 [[ "${1:-}" == "-short" ]] && short="-short"
+staticcheck_version="${STATICCHECK_VERSION:-v0.8.2}"
 
+work="$(mktemp -d "${TMPDIR:-/tmp}/krops-test.XXXXXX")"
 declare -a phases=()
+testbin_pid=""
+run_start=$SECONDS
 phase() { # phase <name> <command...>
 	local name="$1" start=$SECONDS
 	shift
 	echo "==> $name" >&2
 	"$@"
-	phases+=("$(printf '%-40s %5ds' "$name" $((SECONDS - start)))")
+	phases+=("$(printf '%-58s %5ds' "$name" $((SECONDS - start)))")
 }
-report() {
+finish() {
+	local rc=$?
+	[[ -n "$testbin_pid" ]] && kill -- "$testbin_pid" 2>/dev/null || true
 	echo "--- phase timings ---" >&2
 	for p in "${phases[@]}"; do echo "$p" >&2; done
+	printf '%-58s %5ds\n' "total" $((SECONDS - run_start)) >&2
+	if [[ -s "$work/go-test.log" ]]; then
+		echo "--- slowest test packages (wall time of each package's run) ---" >&2
+		awk '$1 == "ok" || $1 == "FAIL" { if ($3 ~ /s$/) print $3, $2 }' "$work/go-test.log" | sort -rn | head -12 >&2 || true
+	fi
+	rm -rf "$work"
+	exit "$rc"
 }
-trap report EXIT
+trap finish EXIT
+
+mapfile -t modules < <(tools/scripts/modules.sh)
+# The modules whose packages take minutes go first, so go test starts them
+# first and the short ones fill in beside them.
+long=(tools/krops-sweep tools/krops-pivot tools/e2e tools/testenv tools/krops-flux-seed plugins/aws)
+patterns=()
+for m in "${long[@]}"; do patterns+=("./$m/..."); done
+for m in "${modules[@]}"; do [[ " ${long[*]} " == *" $m "* ]] || patterns+=("./$m/..."); done
+
+# Formatting needs no build: a slip fails here in a second.
+phase "gofmt" tools/scripts/lint.sh "$staticcheck_version" --gofmt-only
 
 if [[ -z "$short" ]]; then
-	# testbin <variable> <script>: build (or reuse) what the script builds and
-	# export the directory it prints last, the one the tests read <variable> for.
-	testbin() {
-		local dir
-		dir="$(tools/testbin/"$2" | tail -1)"
-		export "$1=$dir"
-	}
-	phase "kube-apiserver + etcd (tools/testbin)" testbin KUBEBUILDER_ASSETS install.sh
-	phase "Flux controllers (tools/testbin/flux.sh)" testbin KROPS_FLUX_BIN flux.sh
-	phase "Flux Operator (tools/testbin/flux-operator.sh)" testbin KROPS_FLUX_OPERATOR_BIN flux-operator.sh
-	phase "Cluster API manager (tools/testbin/capi.sh)" testbin KROPS_CAPI_BIN capi.sh
-	# task: the test runs the same pinned binary the README uses.
+	KROPS_TESTBIN_LOGS="$work/testbin" tools/testbin/all.sh >"$work/testbin.env" 2>"$work/testbin.err" &
+	testbin_pid=$!
+	echo "==> building the testbin programs in the background (logs in $work/testbin)" >&2
+	# task and mise: the chain tests run the same pinned binaries the README uses.
 	task_cache="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/task-v3.54.0"
 	[[ -x "$task_cache/task" ]] && export KROPS_TASK_BIN="${KROPS_TASK_BIN:-$task_cache/task}"
 fi
 
-for mod in $(tools/scripts/modules.sh); do
-	phase "go test $mod ${short}" bash -c "cd '$mod' && go test -count=1 $short -timeout 30m ./..."
-done
+[[ -n "$short" ]] || phase "lint: go mod tidy -diff, go vet, staticcheck" tools/scripts/lint.sh "$staticcheck_version"
 
-# Every benchmark once, so a broken benchmark fails CI instead of waiting
-# for the next `task bench` (the figures themselves come from `task bench`).
-if [[ -z "$short" ]]; then
-	for mod in $(tools/scripts/modules.sh); do
-		# tools/e2e's benchmark is the whole lifecycle again (minutes);
-		# TestLocalHostLifecycle above ran the same chain, phases and
-		# accounting. `task bench` runs it.
-		[[ "$mod" == tools/e2e ]] && continue
-		phase "benchmarks once: $mod" bash -c "cd '$mod' && out=\$(go test -count=1 -run '^\$' -bench . -benchtime 1x ./... 2>&1) || { echo \"\$out\"; exit 1; }"
-	done
+# One go test over the whole workspace: packages of every module build from
+# one action graph and run side by side (-p 4: most tests wait on API
+# servers and controllers, not on the CPU). The CAPD lock and the
+# machine-wide resources the tests share key on this run.
+export KROPS_TEST_RUN="test-$$-$(date +%s)"
+gotest() { # gotest <go test args...>: output kept for the slowest-packages report
+	go test -race -count=1 -timeout 30m -p 4 "$@" 2>&1 | tee -a "$work/go-test.log"
+}
+
+if [[ -n "$short" ]]; then
+	phase "unit tests (-race -short), every module" gotest -short "${patterns[@]}"
+	phase "krops-validate --skip-schema (mgmt/, workload/, airgap/)" go run ./tools/krops-validate --skip-schema
+	phase "krops-airgap check (airgap/zarf.yaml)" go run ./tools/krops-airgap check
+	exit 0
+fi
+
+# Each benchmark once, in the same test binaries, so a broken benchmark
+# fails CI instead of waiting for `task bench` (the figures come from there,
+# without -race). tools/e2e's benchmark is the whole lifecycle again; its
+# test ran the same chain, phases and accounting.
+bench=(-bench . -benchtime 1x -skip '^BenchmarkLocalHostLifecycle$')
+
+: >"$work/deferred"
+phase "tests and benchmarks (-race) while testbin builds" env KROPS_TESTBIN_DEFER="$work/deferred" gotest "${bench[@]}" "${patterns[@]}"
+
+wait_testbin() {
+	local rc=0
+	wait "$testbin_pid" || rc=$?
+	testbin_pid=""
+	grep '^testbin:' "$work/testbin.err" >&2 || true
+	if [[ "$rc" != 0 ]]; then
+		cat "$work/testbin.err" >&2
+		echo "building the testbin programs failed (exit $rc)" >&2
+		return 1
+	fi
+	while IFS='=' read -r var dir; do
+		[[ -n "$var" ]] && export "$var=$dir"
+	done <"$work/testbin.env"
+}
+phase "testbin builds (what was left of them)" wait_testbin
+
+mapfile -t deferred < <(sort -u "$work/deferred" | sed "s|^$root/|./|")
+if ((${#deferred[@]} > 0)); then
+	phase "tests that waited for testbin (-race), ${#deferred[@]} packages" gotest "${bench[@]}" "${deferred[@]}"
 fi
 
 # The declarative trees: kustomize builds, server-side dry run against the
-# real API server (skipped under -short), and the cross-checks.
-if [[ -z "$short" ]]; then
-	phase "krops-validate (mgmt/, workload/, airgap/)" go run ./tools/krops-validate
-else
-	phase "krops-validate --skip-schema (mgmt/, workload/, airgap/)" go run ./tools/krops-validate --skip-schema
-fi
+# real API server, and the cross-checks.
+phase "krops-validate (mgmt/, workload/, airgap/)" go run ./tools/krops-validate
 phase "krops-airgap check (airgap/zarf.yaml)" go run ./tools/krops-airgap check

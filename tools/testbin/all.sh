@@ -7,9 +7,10 @@
 #
 # Each build's output goes to <log dir>/<name>.log (KROPS_TESTBIN_LOGS, else
 # a temporary directory); on a failure its tail is printed. The output is
-# one VARIABLE=directory line per build, the variables the tests read:
+# one VARIABLE=directory line per build, the variables the tests read (the
+# cache directory must not hold a newline):
 #
-#   eval "$(tools/testbin/all.sh)"
+#   while IFS='=' read -r var dir; do export "$var=$dir"; done < <(tools/testbin/all.sh)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -50,7 +51,7 @@ for b in "${builds[@]}"; do
 		continue
 	fi
 	printf 'testbin: %-24s %5ss  %s\n' "$script" "$secs" "$dir" >&2
-	printf '%s=%q\n' "$var" "$dir"
+	printf '%s=%s\n' "$var" "$dir"
 done
 echo "testbin: all builds done in $((SECONDS - start)) s (logs in $logs)" >&2
 exit "$failed"

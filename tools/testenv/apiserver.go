@@ -68,7 +68,7 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	Integration(t)
 	assets := Testbin("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
+		MissingTestbin(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
 	}
 	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 	shims, err := shimDir(assets, t.TempDir())

@@ -126,7 +126,7 @@ func TestTwoAPIServersAtOnce(t *testing.T) {
 	// only that goroutine and leaves its cluster nil.
 	Integration(t)
 	if Testbin("KUBEBUILDER_ASSETS") == "" {
-		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
+		MissingTestbin(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
 	}
 	var wg sync.WaitGroup
 	clusters := make([]*Cluster, 2)
@@ -161,7 +161,7 @@ func TestTwoAPIServersAtOnce(t *testing.T) {
 func TestAPIServerProcessesDieWithTheTestBinary(t *testing.T) {
 	Integration(t)
 	if Testbin("KUBEBUILDER_ASSETS") == "" {
-		Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
+		MissingTestbin(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", HowToGetAPIServer)
 	}
 	if os.Getenv("KROPS_TESTENV_HOLD") == "1" {
 		holdAPIServer(t) // this process is the child being killed

@@ -179,7 +179,7 @@ func RunClusterAPIStack(t testing.TB, c *Cluster) *Controllers {
 	dir := ClusterAPIBin(t)
 	for _, b := range []string{"kubeadm-bootstrap-manager", "kubeadm-control-plane-manager", "capd-manager"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			Missing(t, "the Cluster API "+b+" ("+dir+")", HowToGetClusterAPI)
+			MissingTestbin(t, "the Cluster API "+b+" ("+dir+")", HowToGetClusterAPI)
 		}
 	}
 	if c.WebhookCertDir == "" {

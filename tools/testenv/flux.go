@@ -170,7 +170,7 @@ func binDir(t testing.TB, envVar, what, how string) string {
 	Integration(t)
 	dir := Testbin(envVar)
 	if dir == "" {
-		Missing(t, what+" ("+envVar+")", how)
+		MissingTestbin(t, what+" ("+envVar+")", how)
 	}
 	return dir
 }

@@ -1,6 +1,10 @@
 package testenv
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestInCIHonoursWhatCISystemsSet(t *testing.T) {
 	for _, c := range []struct {
@@ -24,5 +28,26 @@ func TestInCIHonoursWhatCISystemsSet(t *testing.T) {
 		if got := inCI(func(k string) string { return c.env[k] }); got != c.want {
 			t.Errorf("inCI(%v) = %t, want %t", c.env, got, c.want)
 		}
+	}
+}
+
+// While the scripts still build the testbin programs, a test needing one
+// records its package for the rerun and skips; the record is the package's
+// directory, one line per deferral.
+func TestMissingTestbinDefersToTheRerun(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "deferred")
+	t.Setenv("KROPS_TESTBIN_DEFER", file)
+	var skipped bool
+	t.Run("needs kube-apiserver", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		MissingTestbin(t, "kube-apiserver", "build it")
+	})
+	if !skipped {
+		t.Fatal("the test was not skipped")
+	}
+	b, err := os.ReadFile(file)
+	wd, _ := os.Getwd()
+	if err != nil || string(b) != wd+"\n" {
+		t.Errorf("recorded %q (%v), want %q", b, err, wd+"\n")
 	}
 }

@@ -341,7 +341,7 @@ func TestSchemaAgainstARealAPIServer(t *testing.T) {
 	testenv.Integration(t)
 	assets := testenv.Testbin("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		testenv.Missing(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", testenv.HowToGetAPIServer)
+		testenv.MissingTestbin(t, "kube-apiserver and etcd (KUBEBUILDER_ASSETS)", testenv.HowToGetAPIServer)
 	}
 	t.Setenv("KUBEBUILDER_ASSETS", assets) // Schema starts its own API server from there
 	in := load(t, fixture())
