@@ -94,7 +94,8 @@ func assertGone(t *testing.T, what string, pid int) {
 }
 
 // A configuration path that is a FIFO or /dev/zero is refused at once: the
-// run neither blocks on the read nor grows.
+// run neither blocks on the read nor grows. So is a FIFO, a device or a
+// directory as a kubeconfig or the age key.
 func TestUnreadableConfigPathsAreRefusedAtOnce(t *testing.T) {
 	h := newHostile(t)
 	fifo := filepath.Join(h.dir, "fifo.toml")
@@ -112,6 +113,17 @@ func TestUnreadableConfigPathsAreRefusedAtOnce(t *testing.T) {
 		}
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 200*1024 {
 			t.Errorf("%s: peak memory %d KiB", path, ru.Maxrss)
+		}
+	}
+	// The same for the files the path knobs name, which client-go and the
+	// age library would read later: refused up front, naming the knob.
+	for _, knob := range []string{"KUBECONFIG", "MGMT_KUBECONFIG", "AGE_KEY_FILE"} {
+		for _, path := range []string{fifo, "/dev/zero", h.dir} {
+			cmd, out := h.started(t, []string{knob + "=" + path}, "aws", "--dry-run")
+			code, took := exited(t, cmd, 10*time.Second)
+			if code != 2 || !strings.Contains(out.String(), knob+"=") || !strings.Contains(out.String(), "a regular file, not a") {
+				t.Errorf("%s=%s: exit %d after %v, want 2 naming the knob:\n%s", knob, path, code, took, out)
+			}
 		}
 	}
 }

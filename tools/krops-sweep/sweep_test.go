@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
@@ -222,3 +225,28 @@ func TestInterruptedSweepThenRerun(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A management context whose cluster accepts connections and never
+// answers (a VPN drop to EKS), and no kind: the management cluster's CAPA
+// and Flux may still run, so the full teardown is unknown state (exit 3)
+// and deletes nothing in the cloud; only `krops-sweep cloud` (AWS_ONLY=1)
+// sweeps without a host.
+func TestTeardownWithASilentManagementClusterDeletesNothing(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
+	f := setup(t)
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	// Never Accept: the kernel completes the handshake, nothing answers.
+	mgmt := filepath.Join(f.dir, "mgmt.yaml")
+	if err := testenv.WriteKubeconfig(&rest.Config{Host: "https://" + silent.Addr().String()}, "krops-mgmt", mgmt); err != nil {
+		t.Fatal(err)
+	}
+	r := f.run(t, []string{"KUBECONFIG=" + filepath.Join(f.dir, "no-kind.yaml"), "MGMT_KUBECONFIG=" + mgmt}, "aws", "--query-timeout", "3s")
+	if r.Code != 3 || !strings.Contains(r.Stderr, "reaching the management cluster behind context krops-mgmt") || !strings.Contains(r.Stdout+r.Stderr, "krops-sweep cloud aws") {
+		t.Fatalf("silent management cluster: exit %d, want 3\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	f.proxy.AssertNoMutation(t)
+}

@@ -76,7 +76,8 @@ func teardownAction(c *ucli.Context) error {
 			{Name: "the management cluster", Kubeconfig: sel.Knobs.MgmtKubeconfig, Context: boot.MgmtContext, Management: true},
 		},
 		Namespace: boot.MgmtNamespace, FluxNamespace: boot.FluxNamespace, MgmtCluster: sel.Environment.MgmtCluster,
-		Policy: pol, CAPIWorkloads: sel.Environment.Teardown.CAPIWorkloads,
+		InfraProviderName: sel.Environment.InfraProviderName,
+		Policy:            pol, CAPIWorkloads: sel.Environment.Teardown.CAPIWorkloads,
 		Secrets: []string{boot.FluxNamespace + "/" + boot.GitHubPATSecret, boot.FluxNamespace + "/" + boot.SOPSAgeSecret, "default/" + boot.SOPSAgeSecret},
 		Force:   sel.Knobs.ForceKindDelete, DryRun: c.Bool("dry-run"), QueryTimeout: c.Duration("query-timeout"),
 		ClusterTimeout: sel.Knobs.ClusterDeleteTimeout, ProviderTimeout: sel.Knobs.ProviderDeleteTimeout,
@@ -148,7 +149,10 @@ func teardownAction(c *ucli.Context) error {
 	}
 	sum, err := teardown.Run(c.Context, o)
 	printSummary(c, format, sum)
-	if errors.Is(err, teardown.ErrUnknownState) {
+	switch {
+	case errors.Is(err, teardown.ErrOtherEnvironment):
+		return cli.UsageError(err)
+	case errors.Is(err, teardown.ErrUnknownState):
 		return cli.UnknownStateError(err)
 	}
 	return err

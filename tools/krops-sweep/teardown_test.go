@@ -614,6 +614,71 @@ func TestTeardownSelfManagedWithoutItsContainersIsUnknownState(t *testing.T) {
 	}
 }
 
+// Two environments on one machine share the default context names. With
+// the management cluster aws's (its run metadata says so), the local-host
+// teardown refuses it (exit 2, naming both environments and the right
+// teardown) and changes nothing, its aws workload Cluster included; so does
+// its dry run.
+func TestTeardownRefusesAnotherEnvironmentsHost(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
+	s := newBase(t, teardownConfig, []string{"docker"}, false)
+	s.clusters(t, "aws-management", "aws-workload")
+	s.kind.CreateRunMetadataFor(t, s.ctx, "aws-20261201t191333z", "aws")
+	s.kind.CreateYAML(t, s.ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: capa-system}\n")
+	s.kind.CreateYAML(t, s.ctx, "apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: InfrastructureProvider\nmetadata: {name: aws, namespace: capa-system}\nspec: {version: v2.10.0}\n")
+	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	env := []string{"KUBECONFIG=" + filepath.Join(s.dir, "kind-is-gone.yaml"), "MGMT_KUBECONFIG=" + mgmt}
+	for _, args := range [][]string{{"local-host", "--dry-run"}, {"local-host"}} {
+		r := s.run(t, env, args...)
+		out := r.Stdout + r.Stderr
+		if r.Code != 2 || !strings.Contains(out, "carries run aws-20261201t191333z of environment aws, not local-host; nothing was changed") ||
+			!strings.Contains(out, "task teardown ENV=aws") {
+			t.Fatalf("%v on aws's management cluster: exit %d, want 2 naming both environments\n%s\n%s", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if w := s.rec.Writes(); len(w) > 0 {
+		t.Errorf("the refused teardown wrote to aws's management cluster:\n%s", strings.Join(w, "\n"))
+	}
+	if log, _ := os.ReadFile(filepath.Join(s.engineDir, "log")); strings.Contains(string(log), "rm ") {
+		t.Errorf("the refused teardown removed containers:\n%s", log)
+	}
+	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || !has {
+		t.Errorf("the refused teardown removed context krops-mgmt (%v)", err)
+	}
+	// Without the label (run metadata from an earlier krops), the
+	// infrastructure provider is the evidence: aws's is refused too.
+	var cm corev1.ConfigMap
+	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "flux-system", Name: "krops-run"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	delete(cm.Labels, "krops.io/environment")
+	if err := s.kind.Client.Update(s.ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run(t, env, "local-host")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "runs the infrastructure provider aws in capa-system, while local-host's is docker") {
+		t.Fatalf("unlabelled run metadata on aws's cluster: exit %d, want 2 naming the provider\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if w := s.rec.Writes(); len(w) > 0 {
+		t.Errorf("the refused teardown wrote to aws's management cluster:\n%s", strings.Join(w, "\n"))
+	}
+}
+
+// A kind cluster whose bootstrap stopped in the seed serves neither Cluster
+// API nor its operator: for a group it does not have at all the API server
+// answers a plain-text 404, which must read as "nothing there" (discovery
+// says the group is absent), so the teardown finishes and removes kind.
+func TestTeardownOfAKindWithoutClusterAPI(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
+	bare := testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt"})
+	s := newBase(t, teardownConfig, []string{"docker"}, false)
+	rec := testenv.NewAPIRecorder(t, bare.Config)
+	r := s.run(t, []string{"KUBECONFIG=" + rec.Kubeconfig(t, "kind-mgmt")}, "local-host")
+	if r.Code != 0 || !s.kindDeleted() {
+		t.Fatalf("teardown of a kind without Cluster API: exit %d (kind deleted: %t), want 0\n%s\n%s", r.Code, s.kindDeleted(), r.Stdout, r.Stderr)
+	}
+}
+
 // The local-host teardown on kind against the real Cluster API stack: both
 // clusters are provisioned for real (CAPD's in-memory backend); the
 // teardown deletes the clusters teardown.capi-workloads names and, since

@@ -31,7 +31,7 @@ phase() { # phase <name> <command...>
 }
 finish() {
 	local rc=$?
-	[[ -n "$testbin_pid" ]] && kill -- "$testbin_pid" 2>/dev/null || true
+	[[ -n "$testbin_pid" ]] && kill -- "-$testbin_pid" 2>/dev/null || true
 	echo "--- phase timings ---" >&2
 	for p in "${phases[@]}"; do echo "$p" >&2; done
 	printf '%-58s %5ds\n' "total" $((SECONDS - run_start)) >&2
@@ -56,7 +56,9 @@ for m in "${modules[@]}"; do [[ " ${long[*]} " == *" $m "* ]] || patterns+=("./$
 phase "gofmt" tools/scripts/lint.sh "$staticcheck_version" --gofmt-only
 
 if [[ -z "$short" ]]; then
-	KROPS_TESTBIN_LOGS="$work/testbin" tools/testbin/all.sh >"$work/testbin.env" 2>"$work/testbin.err" &
+	# Its own process group (setsid), so a failed run stops every build
+	# under it, not only the script.
+	KROPS_TESTBIN_LOGS="$work/testbin" setsid tools/testbin/all.sh >"$work/testbin.env" 2>"$work/testbin.err" &
 	testbin_pid=$!
 	echo "==> building the testbin programs in the background (logs in $work/testbin)" >&2
 	# task and mise: the chain tests run the same pinned binaries the README uses.
@@ -89,7 +91,9 @@ fi
 bench=(-bench . -benchtime 1x -skip '^BenchmarkLocalHostLifecycle$')
 
 : >"$work/deferred"
-phase "tests and benchmarks (-race) while testbin builds" env KROPS_TESTBIN_DEFER="$work/deferred" gotest "${bench[@]}" "${patterns[@]}"
+export KROPS_TESTBIN_DEFER="$work/deferred"
+phase "tests and benchmarks (-race) while testbin builds" gotest "${bench[@]}" "${patterns[@]}"
+unset KROPS_TESTBIN_DEFER
 
 wait_testbin() {
 	local rc=0

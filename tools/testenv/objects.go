@@ -161,6 +161,18 @@ spec:
 // the evidence that a run was seeded, and after a pivot that it moved.
 func (c *Cluster) CreateRunMetadata(t testing.TB, ctx context.Context, runID string) {
 	t.Helper()
+	c.CreateRunMetadataFor(t, ctx, runID, "")
+}
+
+// CreateRunMetadataFor is CreateRunMetadata labelled with environment (the
+// krops.io/environment label krops-flux-seed writes); "" leaves the label
+// out, as krops before the label wrote it.
+func (c *Cluster) CreateRunMetadataFor(t testing.TB, ctx context.Context, runID, environment string) {
+	t.Helper()
+	labels := ""
+	if environment != "" {
+		labels = "\n  labels: {krops.io/environment: " + environment + "}"
+	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
@@ -172,11 +184,11 @@ func (c *Cluster) CreateRunMetadata(t testing.TB, ctx context.Context, runID str
 kind: ConfigMap
 metadata:
   name: krops-run
-  namespace: flux-system
+  namespace: flux-system%s
 data:
   KROPS_RUN_ID: %s
   KROPS_REVISION: main@sha1:0000000000000000000000000000000000000001
   KROPS_EXPIRES_AT: never
   KROPS_RUN_KIND: bootstrap
-`, runID))
+`, labels, runID))
 }

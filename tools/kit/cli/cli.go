@@ -145,6 +145,21 @@ func New(o Options) *ucli.App {
 			return err
 		},
 	})
+	if app.Action == nil && len(o.Commands) > 0 {
+		// Without an action of its own, urfave answers an unknown command
+		// through its help command, with exit 3, which here means unknown
+		// state: a mistyped command is a usage error.
+		app.Action = func(c *ucli.Context) error {
+			if c.NArg() == 0 {
+				return ucli.ShowAppHelp(c)
+			}
+			var names []string
+			for _, cmd := range c.App.VisibleCommands() {
+				names = append(names, cmd.Name)
+			}
+			return Usagef("%s has no command %q; its commands are %s (see `%s --help`)", c.App.Name, c.Args().First(), strings.Join(names, ", "), c.App.Name)
+		}
+	}
 	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error { return UsageError(err) }
 	app.ExitErrHandler = func(*ucli.Context, error) {} // Run owns exit codes
 	app.Before = func(c *ucli.Context) error {

@@ -148,6 +148,23 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// A mistyped command is a usage error (exit 2) naming the commands there
+// are, not urfave's "No help topic" with its exit 3, which here means
+// unknown state.
+func TestAnUnknownCommandIsAUsageError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	app := New(Options{Name: "krops-test", Stdout: &out, Stderr: &errOut,
+		Commands: []*ucli.Command{{Name: "up", Action: func(*ucli.Context) error { return nil }}}})
+	if code := Run(context.Background(), app, []string{"krops-test", "frobnicate"}, RunOptions{}); code != ExitUsage ||
+		!strings.Contains(errOut.String(), `no command "frobnicate"; its commands are up, version`) {
+		t.Errorf("unknown command: exit %d, want %d\n%s", code, ExitUsage, errOut.String())
+	}
+	out.Reset()
+	if code := Run(context.Background(), app, []string{"krops-test"}, RunOptions{}); code != ExitOK || !strings.Contains(out.String(), "COMMANDS") {
+		t.Errorf("no command: exit %d, want the help and 0\n%s", code, out.String())
+	}
+}
+
 func TestHelpDocumentsExitCodesAndKnobs(t *testing.T) {
 	var out, errOut bytes.Buffer
 	var got seen

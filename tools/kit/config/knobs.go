@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/tools/kit/duration"
+	"github.com/kropsdev/krops/tools/kit/runmeta"
 )
 
 // Knob describes one setting of the lifecycle's environment interface.
@@ -136,7 +138,7 @@ type KnobOptions struct {
 
 // ParseKnobs reads every knob and reports all invalid ones at once, each
 // naming the variable, the value and what is accepted. Empty values are unset;
-// boolean gates enable only on a literal 1.
+// boolean gates enable only on a literal 1, and take no value but 0 and 1.
 func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	get := opts.Lookup.Get
 	str := func(name, def string) string {
@@ -145,15 +147,26 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		}
 		return def
 	}
-	gate := func(name string, def bool) bool {
-		if v, ok := get(name); ok {
-			return v == "1"
-		}
-		return def
-	}
 	var errs []error
 	bad := func(name, v, want string) {
 		errs = append(errs, fmt.Errorf("%s=%q is not valid: want %s", name, v, want))
+	}
+	// A gate is 1 or 0. Anything else is refused rather than read as off:
+	// PIVOT_SKIP_DELETE=true meant "keep kind" to whoever wrote it, and
+	// reading it as 0 deleted kind.
+	gate := func(name string, def bool) bool {
+		v, ok := get(name)
+		if !ok {
+			return def
+		}
+		switch strings.TrimSpace(v) {
+		case "1":
+			return true
+		case "0":
+			return false
+		}
+		bad(name, v, "1 to enable or 0 to disable (or unset for the default)")
+		return def
 	}
 	dur := func(name string, def time.Duration, positive bool) time.Duration {
 		v, ok := get(name)
@@ -215,6 +228,26 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		Revision:              str("KROPS_REVISION", ""),
 		RunKind:               str("KROPS_RUN_KIND", ""),
 	}
+	// The run tags are checked here, in every preflight, and not first
+	// when the seed writes them onto a cluster it has already changed.
+	if k.RunID != "" {
+		if err := runmeta.CheckRunID(k.RunID); err != nil {
+			bad("KROPS_RUN_ID", k.RunID, "a Kubernetes label value (letters, digits, '-', '_' and '.', at most 63, starting and ending alphanumeric)")
+		}
+	}
+	if _, err := runmeta.ParseTTL(k.RunTTL); err != nil {
+		bad("KROPS_RUN_TTL", k.RunTTL, duration.Grammar+", or none")
+	}
+	// Path knobs are read later, by client-go and the age library, which
+	// would block forever on a FIFO and read a device or a huge file into
+	// memory: anything there but a regular file of a sane size is refused
+	// now. A path that does not exist yet is fine (the pivot writes
+	// MGMT_KUBECONFIG; KUBECONFIG may be new).
+	for _, p := range filepath.SplitList(k.Kubeconfig) {
+		checkFileKnob(bad, "KUBECONFIG", p, MaxKubeconfigSize)
+	}
+	checkFileKnob(bad, "MGMT_KUBECONFIG", k.MgmtKubeconfig, MaxKubeconfigSize)
+	checkFileKnob(bad, "AGE_KEY_FILE", k.AgeKeyFile, MaxAgeKeySize)
 	port := uintKnob("REGISTRY_PORT", 5001, 16)
 	if port == 0 {
 		bad("REGISTRY_PORT", "0", "a port from 1 to 65535")
@@ -229,6 +262,47 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		return nil, errors.Join(errs...)
 	}
 	return k, nil
+}
+
+// Size limits of the files path knobs name. A kubeconfig with many
+// clusters is some hundred KiB; an age identity file a few lines.
+const (
+	MaxKubeconfigSize = 16 << 20
+	MaxAgeKeySize     = 64 << 10
+)
+
+// checkFileKnob reports, through bad, a path knob's file that exists and is
+// not a regular file of at most max bytes: a directory, a FIFO, a device, a
+// symlink loop or one that cannot be read.
+func checkFileKnob(bad func(name, v, want string), name, path string, max int64) {
+	if path == "" {
+		return
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		bad(name, path, fmt.Sprintf("a readable regular file (%v)", err))
+	case !fi.Mode().IsRegular():
+		bad(name, path, "a regular file, not a "+fileKind(fi.Mode()))
+	case fi.Size() > max:
+		bad(name, path, fmt.Sprintf("a file of at most %d KiB, not %d KiB", max>>10, fi.Size()>>10))
+	}
+}
+
+// fileKind names what a non-regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // callerPathList resolves each entry of a KUBECONFIG-style list.

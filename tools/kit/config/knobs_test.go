@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -42,14 +43,14 @@ func TestKnobValues(t *testing.T) {
 		{map[string]string{"MGMT_POLL_INTERVAL": "3"}, func(k *Knobs) bool { return k.MgmtPollInterval == 3*time.Second }},
 		{map[string]string{"CLUSTER_DELETE_TIMEOUT": "2h"}, func(k *Knobs) bool { return k.ClusterDeleteTimeout == 2*time.Hour }},
 		{map[string]string{"BOOTSTRAP_PIVOT": "0"}, func(k *Knobs) bool { return !k.Pivot }},
-		{map[string]string{"BOOTSTRAP_PIVOT": "true"}, func(k *Knobs) bool { return !k.Pivot }},
 		{map[string]string{"BOOTSTRAP_PIVOT": ""}, func(k *Knobs) bool { return k.Pivot }},
 		{map[string]string{"BOOTSTRAP_PIVOT": "1"}, func(k *Knobs) bool { return k.Pivot }},
 		{map[string]string{"AWS_ONLY": "1"}, func(k *Knobs) bool { return k.AWSOnly }},
-		{map[string]string{"AWS_ONLY": "yes"}, func(k *Knobs) bool { return !k.AWSOnly }},
-		{map[string]string{"AWS_ONLY": "true"}, func(k *Knobs) bool { return !k.AWSOnly }},
 		{map[string]string{"FORCE_KIND_DELETE": "1"}, func(k *Knobs) bool { return k.ForceKindDelete }},
 		{map[string]string{"PIVOT_SKIP_DELETE": "1"}, func(k *Knobs) bool { return k.PivotSkipDelete }},
+		{map[string]string{"PIVOT_SKIP_DELETE": "0"}, func(k *Knobs) bool { return !k.PivotSkipDelete }},
+		{map[string]string{"KROPS_RUN_ID": "local-host-20261201t191333z"}, func(k *Knobs) bool { return k.RunID == "local-host-20261201t191333z" }},
+		{map[string]string{"KROPS_RUN_TTL": "none"}, func(k *Knobs) bool { return k.RunTTL == "none" }},
 		{map[string]string{"KROPS_TOOLBOX": "1"}, func(k *Knobs) bool { return k.Toolbox }},
 		{map[string]string{"CONTAINER_ENGINE": "podman"}, func(k *Knobs) bool { return k.ContainerEngine == "podman" }},
 		{map[string]string{"ORPHAN_MIN_AGE_HOURS": "0"}, func(k *Knobs) bool { return k.OrphanMinAgeHours == 0 }},
@@ -91,6 +92,15 @@ func TestInvalidKnobsAreNamedWithWhatIsAccepted(t *testing.T) {
 		{"ORPHAN_MIN_AGE_HOURS", "six", "ORPHAN_MIN_AGE_HOURS"},
 		{"ORPHAN_MIN_AGE_HOURS", "-1", "ORPHAN_MIN_AGE_HOURS"},
 		{"CONTAINER_ENGINE", "nerdctl", "docker or podman"},
+		// A gate that is neither 1 nor 0 is refused, never read as off.
+		{"PIVOT_SKIP_DELETE", "true", "1 to enable or 0 to disable"},
+		{"PIVOT_SKIP_DELETE", "yes", "1 to enable or 0 to disable"},
+		{"BOOTSTRAP_PIVOT", "true", "1 to enable or 0 to disable"},
+		{"AWS_ONLY", "yes", "1 to enable or 0 to disable"},
+		{"FORCE_KIND_DELETE", "on", "1 to enable or 0 to disable"},
+		{"KROPS_TOOLBOX", "true", "1 to enable or 0 to disable"},
+		{"KROPS_RUN_ID", "has space", "label value"},
+		{"KROPS_RUN_TTL", "-1h", "KROPS_RUN_TTL"},
 	}
 	for _, tc := range cases {
 		_, err := parseKnobs(t, map[string]string{tc.name: tc.value})
@@ -108,6 +118,42 @@ func TestInvalidKnobsAreNamedWithWhatIsAccepted(t *testing.T) {
 	_, err := parseKnobs(t, map[string]string{"REGISTRY_PORT": "x", "MGMT_POLL_INTERVAL": "0"})
 	if err == nil || !strings.Contains(err.Error(), "REGISTRY_PORT") || !strings.Contains(err.Error(), "MGMT_POLL_INTERVAL") {
 		t.Errorf("want both knobs named: %v", err)
+	}
+}
+
+// Path knobs name files client-go and the age library read later: a FIFO
+// would block that read forever, and a device or a huge file fill memory,
+// so anything but a regular file of a sane size is refused up front.
+func TestPathKnobsMustBeRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxKubeconfigSize + 1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, knob := range []string{"KUBECONFIG", "MGMT_KUBECONFIG", "AGE_KEY_FILE"} {
+		for path, want := range map[string]string{fifo: "not a named pipe", dir: "not a directory", loop: "too many levels of symbolic links", "/dev/zero": "not a device", huge: "KiB"} {
+			_, err := parseKnobs(t, map[string]string{knob: path})
+			if err == nil || !strings.Contains(err.Error(), knob+"=") || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s=%s: %v, want it refused (%q)", knob, path, err, want)
+			}
+		}
+	}
+	// Absent files are fine: they are written later.
+	if _, err := parseKnobs(t, map[string]string{"MGMT_KUBECONFIG": filepath.Join(dir, "not-yet.yaml"), "KUBECONFIG": filepath.Join(dir, "a") + string(filepath.ListSeparator) + filepath.Join(dir, "b")}); err != nil {
+		t.Errorf("absent kubeconfigs: %v", err)
 	}
 }
 

@@ -56,6 +56,10 @@ type Finding struct {
 	State State
 	// RunID is the run that pivoted (State Pivoted).
 	RunID string
+	// Environment is the environment the run metadata names (its
+	// runmeta.LabelEnvironment label); empty when an earlier krops wrote it
+	// without one.
+	Environment string
 	// Err is why the state is Unknown.
 	Err error
 }
@@ -91,12 +95,13 @@ func Look(ctx context.Context, o Options) (Finding, error) {
 	case err != nil:
 		return Finding{State: Unknown, Err: err}, nil
 	}
+	env := cm.Labels[runmeta.LabelEnvironment]
 	tags, err := runmeta.FromData(cm.Data)
 	if err != nil {
 		// Somebody's metadata all the same: the cluster is in use.
-		return Finding{State: Pivoted, RunID: runmeta.Unknown}, nil
+		return Finding{State: Pivoted, RunID: runmeta.Unknown, Environment: env}, nil
 	}
-	return Finding{State: Pivoted, RunID: tags.RunID}, nil
+	return Finding{State: Pivoted, RunID: tags.RunID, Environment: env}, nil
 }
 
 // ErrPivoted is wrapped by the refusal for a pivoted management cluster.
@@ -108,10 +113,19 @@ var ErrPivoted = errors.New("the management cluster holds an earlier pivot")
 func (f Finding) CreateKindGuard(env string, o Options) error {
 	switch f.State {
 	case Pivoted:
-		return cli.UsageError(fmt.Errorf("%w: run %s pivoted into the management cluster behind context %s in %s, and it runs Flux and Cluster API with the Clusters. "+
+		// The teardown to advise is that of the environment the cluster
+		// belongs to, which need not be the one asked for.
+		owner, whose := env, ""
+		if f.Environment != "" {
+			owner = f.Environment
+			if f.Environment != env {
+				whose = fmt.Sprintf(" It is environment %s's management cluster, not %s's.", f.Environment, env)
+			}
+		}
+		return cli.UsageError(fmt.Errorf("%w: run %s pivoted into the management cluster behind context %s in %s, and it runs Flux and Cluster API with the Clusters.%s "+
 			"A new kind cluster would run a second Cluster API that builds them again, so none was created. "+
 			"That environment is live: work on it through that context, or tear it down first (`task teardown ENV=%s`) and bootstrap again",
-			ErrPivoted, f.RunID, o.Context, o.Kubeconfig, env))
+			ErrPivoted, f.RunID, o.Context, o.Kubeconfig, whose, owner))
 	case Unknown:
 		return cli.UnknownStateError(fmt.Errorf("the management cluster behind context %s in %s does not answer (%v), so it is unknown whether an earlier pivot lives there; no kind cluster was created. "+
 			"If it does, a new kind cluster would build its Clusters a second time. Bring it back and tear it down (`task teardown ENV=%s`), "+

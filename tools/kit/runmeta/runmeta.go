@@ -27,6 +27,13 @@ const (
 // ConfigMapName is the ConfigMap in the Flux namespace holding the tags.
 const ConfigMapName = "krops-run"
 
+// LabelEnvironment on the krops-run ConfigMap names the environment whose
+// run it is: every environment shares the kind cluster's and the management
+// cluster's default names, so a teardown tells its own host from another
+// environment's by this label. A label, not a data key, because the data is
+// what Flux substitutes into the trees.
+const LabelEnvironment = "krops.io/environment"
+
 // Never is the expiry of a run whose TTL is "none".
 const Never = "never"
 

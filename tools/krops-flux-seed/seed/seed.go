@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
@@ -223,6 +224,13 @@ func runMetadata(ctx context.Context, kc kubernetes.Interface, o Options) (runme
 	if err != nil && !apierrors.IsNotFound(err) {
 		return runmeta.Tags{}, "", fmt.Errorf("reading ConfigMap %s/%s: %w", o.Namespace, runmeta.ConfigMapName, err)
 	}
+	if env := labelOf(present, cur); env != "" && env != o.Environment {
+		// Every environment's kind and management clusters share names:
+		// this one is another environment's, and seeding it would hand
+		// that environment's Flux this one's tree.
+		return runmeta.Tags{}, "", fmt.Errorf("%w: ConfigMap %s/%s on this cluster belongs to environment %s (run %s), not %s: this is %s's cluster; nothing was changed",
+			ErrRunMetadata, o.Namespace, runmeta.ConfigMapName, env, cur.Data[runmeta.KeyRunID], o.Environment, env)
+	}
 	var want runmeta.Tags
 	action := ""
 	switch {
@@ -240,7 +248,7 @@ func runMetadata(ctx context.Context, kc kubernetes.Interface, o Options) (runme
 		if tags.RunID != o.Run.RunID {
 			return runmeta.Tags{}, "", fmt.Errorf("%w: ConfigMap %s/%s belongs to run %s, not KROPS_RUN_ID=%s", ErrRunMetadata, o.Namespace, runmeta.ConfigMapName, tags.RunID, o.Run.RunID)
 		}
-		return tags, "kept", nil
+		return tags, "kept", labelEnvironment(ctx, cms, cur, o.Environment)
 	case present:
 		// A rerun without KROPS_RUN_ID continues the cluster's run, as long
 		// as what is there is valid.
@@ -248,7 +256,7 @@ func runMetadata(ctx context.Context, kc kubernetes.Interface, o Options) (runme
 		if err != nil {
 			return runmeta.Tags{}, "", fmt.Errorf("%w: %v: delete it to start a new run", ErrRunMetadata, err)
 		}
-		return tags, "kept", nil
+		return tags, "kept", labelEnvironment(ctx, cms, cur, o.Environment)
 	default:
 		want, err = runmeta.New(ctx, o.Run)
 		if err != nil {
@@ -256,11 +264,11 @@ func runMetadata(ctx context.Context, kc kubernetes.Interface, o Options) (runme
 		}
 		action = "new"
 	}
-	if present && maps.Equal(cur.Data, want.Data()) {
+	if present && maps.Equal(cur.Data, want.Data()) && cur.Labels[runmeta.LabelEnvironment] == o.Environment {
 		return want, "unchanged", nil
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: runmeta.ConfigMapName, Namespace: o.Namespace,
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "krops"}}, Data: want.Data()}
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "krops", runmeta.LabelEnvironment: o.Environment}}, Data: want.Data()}
 	if present {
 		cm.ResourceVersion = cur.ResourceVersion
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
@@ -271,6 +279,32 @@ func runMetadata(ctx context.Context, kc kubernetes.Interface, o Options) (runme
 		return runmeta.Tags{}, "", fmt.Errorf("writing ConfigMap %s/%s: %w", o.Namespace, runmeta.ConfigMapName, err)
 	}
 	return want, action, nil
+}
+
+// labelOf is the environment label of a ConfigMap that is there.
+func labelOf(present bool, cm *corev1.ConfigMap) string {
+	if !present || cm == nil {
+		return ""
+	}
+	return cm.Labels[runmeta.LabelEnvironment]
+}
+
+// labelEnvironment labels a kept krops-run ConfigMap with its environment
+// when an earlier krops wrote it without the label, so a teardown can tell
+// whose it is.
+func labelEnvironment(ctx context.Context, cms typedcorev1.ConfigMapInterface, cur *corev1.ConfigMap, env string) error {
+	if cur.Labels[runmeta.LabelEnvironment] == env {
+		return nil
+	}
+	cm := cur.DeepCopy()
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[runmeta.LabelEnvironment] = env
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("labelling ConfigMap %s/%s with its environment %s: %w", cm.Namespace, cm.Name, env, err)
+	}
+	return nil
 }
 
 // copyRun reads the four keys exactly from another cluster; it never

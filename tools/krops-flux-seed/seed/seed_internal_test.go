@@ -29,11 +29,21 @@ func TestRunMetadataRules(t *testing.T) {
 	ctx := context.Background()
 	_, kc := apiServer(t, "target")
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	o := Options{Namespace: "flux-system", Run: runmeta.Options{Environment: "local-host", Now: now, Revision: "main@sha1:abc"}}
+	o := Options{Namespace: "flux-system", Environment: "local-host", Run: runmeta.Options{Environment: "local-host", Now: now, Revision: "main@sha1:abc"}}
 
 	tags, action, err := runMetadata(ctx, kc, o)
 	if err != nil || action != "new" || tags.RunID != "local-host-20261201t100000z" || tags.ExpiresAt != "2026-12-02T10:00:00Z" {
 		t.Fatalf("fresh: %+v %s %v", tags, action, err)
+	}
+	// The environment is on the ConfigMap, for a teardown to tell whose it is.
+	if cm, err := kc.CoreV1().ConfigMaps("flux-system").Get(ctx, runmeta.ConfigMapName, metav1.GetOptions{}); err != nil || cm.Labels[runmeta.LabelEnvironment] != "local-host" {
+		t.Errorf("the run metadata's environment label: %v (%v)", cm.Labels, err)
+	}
+	// Another environment's cluster (they share names): refused, unchanged.
+	other := o
+	other.Environment = "aws"
+	if _, _, err := runMetadata(ctx, kc, other); !errors.Is(err, ErrRunMetadata) || !strings.Contains(err.Error(), "belongs to environment local-host (run "+tags.RunID+"), not aws") {
+		t.Errorf("another environment's run metadata: %v", err)
 	}
 	// KROPS_RUN_ID matching what is there: reused unchanged.
 	o.Run.RunID = tags.RunID

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -34,8 +35,11 @@ func (e *UnknownError) Unwrap() []error { return []error{ErrUnknownState, e.Err}
 
 // list lists a resource with the query timeout. A resource type the server
 // does not serve lists as empty (it cannot hold anything); any other
-// failure is an UnknownError.
-func list(ctx context.Context, timeout time.Duration, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, what string) ([]unstructured.Unstructured, error) {
+// failure is an UnknownError. disc, when set, decides "not served": a
+// server without the resource's API group at all answers a list with a
+// plain-text 404 that looks like any other NotFound, so only discovery can
+// tell the two apart.
+func list(ctx context.Context, timeout time.Duration, dyn dynamic.Interface, disc discovery.DiscoveryInterface, gvr schema.GroupVersionResource, ns, what string) ([]unstructured.Unstructured, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var ri dynamic.ResourceInterface = dyn.Resource(gvr)
@@ -46,13 +50,42 @@ func list(ctx context.Context, timeout time.Duration, dyn dynamic.Interface, gvr
 	switch {
 	case err == nil:
 		return l.Items, nil
+	case meta.IsNoMatchError(err):
+		return nil, nil
+	case apierrors.IsNotFound(err) && disc != nil:
+		served, derr := servedByDiscovery(disc, gvr)
+		if derr != nil {
+			return nil, &UnknownError{What: "listing " + what + " (and asking the API server whether it serves " + gvr.GroupVersion().String() + ")", Err: derr}
+		}
+		if !served {
+			return nil, nil
+		}
 	case notServed(err):
 		return nil, nil
 	}
 	return nil, &UnknownError{What: "listing " + what, Err: err}
 }
 
-// notServed: the API server does not know the resource type at all.
+// servedByDiscovery reports whether the server serves gvr: false only when
+// discovery answers that the group/version is absent or lacks the resource.
+func servedByDiscovery(disc discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
+	rl, err := disc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	for _, r := range rl.APIResources {
+		if r.Name == gvr.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// notServed: the API server does not know the resource type at all, told
+// by the error's shape where no discovery client is at hand.
 func notServed(err error) bool {
 	if meta.IsNoMatchError(err) {
 		return true

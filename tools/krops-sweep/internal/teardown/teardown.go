@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,6 +38,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/capikubeconfig"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/pivoted"
+	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
@@ -81,7 +83,11 @@ type Options struct {
 	// Namespace holds the Clusters (mgmt-namespace); FluxNamespace Flux.
 	Namespace, FluxNamespace string
 	MgmtCluster              string
-	Policy                   sdk.TeardownPolicy
+	// InfraProviderName names the environment's Cluster API infrastructure
+	// provider (docker, aws, ...): evidence that a host whose run metadata
+	// names no environment is this environment's.
+	InfraProviderName string
+	Policy            sdk.TeardownPolicy
 	// CAPIWorkloads are the Clusters to delete for environments that name
 	// them (local-host); empty means every Cluster but MgmtCluster, or
 	// every Cluster when Policy.DeleteAllClusters.
@@ -141,6 +147,8 @@ type run struct {
 	host Host
 	cfg  *rest.Config
 	dyn  dynamic.Interface
+	// disc tells a resource type the host does not serve from a NotFound.
+	disc discovery.DiscoveryInterface
 	sum  *Summary
 	// clustersGone: step 3 confirmed every Cluster it had to delete absent.
 	clustersGone bool
@@ -173,6 +181,18 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	if r.cfg == nil {
 		sum.Host = "none"
+		// A management context that exists is evidence of a management
+		// cluster, whose Cluster API and Flux may still run (a VPN drop):
+		// sweeping the cloud under it would delete what it manages.
+		if h, ok, err := managementContext(o.Candidates); err != nil || ok {
+			if err != nil {
+				return sum, err
+			}
+			sum.Skipped = append(sum.Skipped, "everything: the management cluster (context "+h.Context+") does not answer")
+			sum.Next = "bring the management cluster back and rerun; if it is gone for good, remove its context (`kubectl --kubeconfig " + h.Kubeconfig + " config delete-context " + h.Context + "`) and rerun, or sweep only the cloud with `krops-sweep cloud " + o.Environment + "`"
+			return sum, &UnknownError{What: fmt.Sprintf("reaching the management cluster behind context %s in %s, which may still run Cluster API and Flux over the cloud resources; nothing was deleted", h.Context, h.Kubeconfig),
+				Err: errors.New("it did not answer within the query timeout")}
+		}
 		sum.Skipped = append(sum.Skipped, "the Kubernetes side: no controller host answered within 10 s ("+hostNames(o.Candidates)+")")
 		if o.CloudSweep != nil {
 			if err := o.Progress.Step(ctx, "the provider's cloud sweep", func(ctx context.Context) error { return o.CloudSweep(ctx, o.DryRun) }); err != nil {
@@ -187,7 +207,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if r.dyn, err = dynamic.NewForConfig(r.cfg); err != nil {
 		return sum, err
 	}
+	if r.disc, err = discovery.NewDiscoveryClientForConfig(r.cfg); err != nil {
+		return sum, err
+	}
 	o.Progress.Infof("controller host: %s (context %s)", r.host.Name, r.host.Context)
+	if err := r.checkOwner(ctx); err != nil {
+		if errors.Is(err, ErrUnknownState) {
+			sum.Next = "rerun `krops-sweep " + o.Environment + "` once the API server answers"
+		}
+		return sum, err
+	}
 	for i, step := range []func(context.Context) error{r.loadBalancers, r.suspendFlux, r.deleteClusters, r.cloud, r.providers, r.removeHost} {
 		err := step(ctx)
 		if err == nil && o.StopAfter == Steps[i] {
@@ -259,6 +288,81 @@ func (r *run) chooseHost(ctx context.Context) error {
 	return nil
 }
 
+// ErrOtherEnvironment means the controller host that answered is another
+// environment's: every environment shares the default kind and management
+// context names, so answering is no evidence of whose a cluster is.
+var ErrOtherEnvironment = errors.New("the controller host is another environment's")
+
+var infraProvidersGVR = schema.GroupVersionResource{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Resource: "infrastructureproviders"}
+
+// checkOwner makes sure the host is this environment's before anything on
+// it changes. The run metadata's environment label is the evidence; where
+// an earlier krops wrote none, the environment's infrastructure provider
+// is. A host that runs only other infrastructure providers is refused; one
+// with no run metadata and no provider at all (a kind cluster whose seed
+// never finished) holds nothing of any environment and is this one's by its
+// configured name.
+func (r *run) checkOwner(ctx context.Context) error {
+	knob := "KUBECONFIG"
+	if r.host.Management {
+		knob = "MGMT_KUBECONFIG"
+	}
+	qctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
+	cm, err := r.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(r.o.FluxNamespace).Get(qctx, runmeta.ConfigMapName, metav1.GetOptions{})
+	cancel()
+	switch {
+	case err == nil:
+		env := cm.GetLabels()[runmeta.LabelEnvironment]
+		if env == r.o.Environment {
+			return nil
+		}
+		if env != "" {
+			runID, _, _ := unstructured.NestedString(cm.Object, "data", runmeta.KeyRunID)
+			r.sum.Skipped = append(r.sum.Skipped, "everything: "+r.host.Name+" is environment "+env+"'s")
+			r.sum.Next = "`task teardown ENV=" + env + "` tears that environment down"
+			return fmt.Errorf("%w: %s (context %s) carries run %s of environment %s, not %s; nothing was changed. Tear that environment down with `task teardown ENV=%s`, or point %s at %s's own cluster",
+				ErrOtherEnvironment, r.host.Name, r.host.Context, runID, env, r.o.Environment, env, knob, r.o.Environment)
+		}
+	case !apierrors.IsNotFound(err):
+		return &UnknownError{What: "reading the run metadata on " + r.host.Name + ", which says whose host it is", Err: err}
+	}
+	providers, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, infraProvidersGVR, "", "Cluster API infrastructure providers on "+r.host.Name)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, p := range providers {
+		// By name: the namespace an operator install uses varies.
+		if p.GetName() == r.o.InfraProviderName {
+			return nil
+		}
+		others = append(others, p.GetName()+" in "+p.GetNamespace())
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	r.sum.Skipped = append(r.sum.Skipped, "everything: "+r.host.Name+" runs another environment's infrastructure provider")
+	return fmt.Errorf("%w: %s (context %s) has no run metadata naming its environment and runs the infrastructure provider %s, while %s's is %s; nothing was changed. Tear it down as the environment it belongs to, or point %s at %s's own cluster",
+		ErrOtherEnvironment, r.host.Name, r.host.Context, strings.Join(others, ", "), r.o.Environment, r.o.InfraProviderName, knob, r.o.Environment)
+}
+
+// managementContext is the management candidate when its context exists.
+func managementContext(hs []Host) (Host, bool, error) {
+	for _, h := range hs {
+		if !h.Management {
+			continue
+		}
+		has, err := kubecfg.HasContext(h.Kubeconfig, h.Context)
+		if err != nil {
+			return h, false, fmt.Errorf("reading the management cluster's kubeconfig %s (MGMT_KUBECONFIG): %w", h.Kubeconfig, err)
+		}
+		if has {
+			return h, true, nil
+		}
+	}
+	return Host{}, false, nil
+}
+
 func hostNames(hs []Host) string {
 	var out []string
 	for _, h := range hs {
@@ -289,7 +393,7 @@ func (r *run) loadBalancers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cls, err := list(ctx, r.o.QueryTimeout, r.dyn, clustersGVR, r.o.Namespace, "Clusters in "+r.o.Namespace)
+	cls, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, clustersGVR, r.o.Namespace, "Clusters in "+r.o.Namespace)
 	if err != nil {
 		return err
 	}
@@ -320,7 +424,7 @@ func (r *run) loadBalancers(ctx context.Context) error {
 		}
 		found = append(found, more...)
 	}
-	ks, err := list(ctx, r.o.QueryTimeout, r.dyn, kustomizationsGVR, "", "Flux Kustomizations")
+	ks, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, kustomizationsGVR, "", "Flux Kustomizations")
 	if err != nil {
 		return err
 	}
@@ -380,7 +484,7 @@ func (r *run) lbServices(ctx context.Context, cluster string, dyn dynamic.Interf
 	if cluster != "" {
 		what = "Services on Cluster " + cluster + " (its load balancers must go before it does)"
 	}
-	svcs, err := list(ctx, r.o.QueryTimeout, dyn, servicesGVR, "", what)
+	svcs, err := list(ctx, r.o.QueryTimeout, dyn, nil, servicesGVR, "", what)
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +506,7 @@ func (r *run) lbServices(ctx context.Context, cluster string, dyn dynamic.Interf
 // suspendFlux suspends every other Kustomization in the Flux namespace, so
 // nothing recreates what is being deleted.
 func (r *run) suspendFlux(ctx context.Context) error {
-	ks, err := list(ctx, r.o.QueryTimeout, r.dyn, kustomizationsGVR, r.o.FluxNamespace, "Flux Kustomizations in "+r.o.FluxNamespace)
+	ks, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, kustomizationsGVR, r.o.FluxNamespace, "Flux Kustomizations in "+r.o.FluxNamespace)
 	if err != nil {
 		return err
 	}
@@ -429,7 +533,7 @@ func (r *run) suspendFlux(ctx context.Context) error {
 // deleteClusters deletes the Clusters the policy names and waits, by
 // watch, until each is confirmed absent.
 func (r *run) deleteClusters(ctx context.Context) error {
-	cls, err := list(ctx, r.o.QueryTimeout, r.dyn, clustersGVR, r.o.Namespace, "Clusters in "+r.o.Namespace)
+	cls, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, clustersGVR, r.o.Namespace, "Clusters in "+r.o.Namespace)
 	if err != nil {
 		return err
 	}
@@ -512,7 +616,7 @@ func (r *run) providers(ctx context.Context) error {
 	return r.o.Progress.Step(ctx, "Cluster API providers, Flux and krops's Secrets", func(ctx context.Context) error {
 		for _, res := range providerOrder {
 			gvr := schema.GroupVersionResource{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Resource: res}
-			items, err := list(ctx, r.o.QueryTimeout, r.dyn, gvr, "", res)
+			items, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, gvr, "", res)
 			if err != nil {
 				return err
 			}
@@ -532,7 +636,7 @@ func (r *run) providers(ctx context.Context) error {
 				return err
 			}
 		}
-		instances, err := list(ctx, r.o.QueryTimeout, r.dyn, fluxInstancesGVR, r.o.FluxNamespace, "FluxInstances")
+		instances, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, fluxInstancesGVR, r.o.FluxNamespace, "FluxInstances")
 		if err != nil {
 			return err
 		}
