@@ -111,13 +111,18 @@ func StandInCAPIOperator(ctx context.Context, c *Cluster, skip func(inventory st
 				if !ok {
 					continue
 				}
+				// The inventory entry first, as the operator writes it once
+				// the provider is installed and only then reports Ready: a
+				// pivot that sees Ready reads the inventory at once.
+				if skip == nil || !skip(p.Inventory) {
+					if err := CreateProviderInventory(ctx, c, p); err != nil {
+						continue
+					}
+				}
 				if st, _, _ := Condition(u, "Ready"); st != "True" {
 					_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "StandIn",
 						"message": "stand-in operator", "observedGeneration": u.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
 					_ = c.Client.Status().Update(ctx, u)
-				}
-				if skip == nil || !skip(p.Inventory) {
-					_ = CreateProviderInventory(ctx, c, p)
 				}
 			}
 		}
