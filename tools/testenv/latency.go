@@ -74,3 +74,29 @@ func DetectionSamples(tb testing.TB, n int, spread time.Duration, change func(i 
 	}
 	return out
 }
+
+// ReportDetection reports detection samples for b, grouped by each sample's
+// label (labels[i] for lat[i]): the baseline group's p50 and p95, every
+// other group's p50, and each other group's p50 over the baseline's as
+// x_vs_<label>. Names are <label>_p50_ms and <label>_p95_ms.
+func ReportDetection(b *testing.B, labels []string, lat Latencies, baseline string) {
+	groups := map[string]Latencies{}
+	var order []string
+	for i, d := range lat {
+		if _, ok := groups[labels[i]]; !ok {
+			order = append(order, labels[i])
+		}
+		groups[labels[i]] = append(groups[labels[i]], d)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	base := groups[baseline]
+	b.ReportMetric(ms(base.Percentile(50)), baseline+"_p50_ms")
+	b.ReportMetric(ms(base.Percentile(95)), baseline+"_p95_ms")
+	for _, l := range order {
+		if l == baseline {
+			continue
+		}
+		b.ReportMetric(ms(groups[l].Percentile(50)), l+"_p50_ms")
+		b.ReportMetric(float64(groups[l].Percentile(50))/float64(max(base.Percentile(50), time.Millisecond)), "x_vs_"+l)
+	}
+}

@@ -47,12 +47,13 @@ func BenchmarkReadinessDetection(b *testing.B) {
 	}
 	// One round of samples side by side: 24 of the watch, 20 of each poll,
 	// so the wall time is one 10 s spread plus one 10 s interval.
-	waits := make([]func(context.Context, kubewait.Target) error, 0, 64)
+	var waits []func(context.Context, kubewait.Target) error
+	var labels []string
 	for range 24 {
-		waits = append(waits, watch)
+		waits, labels = append(waits, watch), append(labels, "watch")
 	}
 	for range 20 {
-		waits = append(waits, poll(2*time.Second), poll(10*time.Second))
+		waits, labels = append(waits, poll(2*time.Second), poll(10*time.Second)), append(labels, "2s_poll", "10s_poll")
 	}
 	var all testenv.Latencies
 	round := 0
@@ -68,28 +69,5 @@ func BenchmarkReadinessDetection(b *testing.B) {
 			},
 			func(ctx context.Context, i int) error { return waits[i](ctx, ks(objs[i].GetName())) })
 	}
-	// Samples 0-23 are the watch's, then the polls alternate.
-	var w, p2, p10 testenv.Latencies
-	for i, d := range all {
-		switch {
-		case i < 24:
-			w = append(w, d)
-		case (i-24)%2 == 0:
-			p2 = append(p2, d)
-		default:
-			p10 = append(p10, d)
-		}
-	}
-	reportLatencies(b, w, p2, p10)
-}
-
-func reportLatencies(b *testing.B, w, p2, p10 testenv.Latencies) {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	mw := max(w.Percentile(50), time.Millisecond)
-	b.ReportMetric(ms(w.Percentile(50)), "watch_p50_ms")
-	b.ReportMetric(ms(w.Percentile(95)), "watch_p95_ms")
-	b.ReportMetric(ms(p2.Percentile(50)), "poll2s_p50_ms")
-	b.ReportMetric(ms(p10.Percentile(50)), "poll10s_p50_ms")
-	b.ReportMetric(float64(p2.Percentile(50))/float64(mw), "x_vs_2s_poll")
-	b.ReportMetric(float64(p10.Percentile(50))/float64(mw), "x_vs_10s_poll")
+	testenv.ReportDetection(b, labels, all, "watch")
 }

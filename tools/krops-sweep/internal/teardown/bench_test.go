@@ -50,12 +50,13 @@ func BenchmarkAbsenceDetection(b *testing.B) {
 			}
 		}
 	}
-	waits := make([]func(context.Context, target) error, 0, 64)
+	var waits []func(context.Context, target) error
+	var labels []string
 	for range 24 {
-		waits = append(waits, watch)
+		waits, labels = append(waits, watch), append(labels, "watch")
 	}
 	for range 20 {
-		waits = append(waits, poll(10*time.Second), poll(15*time.Second))
+		waits, labels = append(waits, poll(10*time.Second), poll(15*time.Second)), append(labels, "10s_poll", "15s_poll")
 	}
 	var all testenv.Latencies
 	round := 0
@@ -78,24 +79,5 @@ func BenchmarkAbsenceDetection(b *testing.B) {
 				return waits[i](ctx, target{gvr: cms, ns: "default", name: names[i], kind: "ConfigMap"})
 			})
 	}
-	// Samples 0-23 are the watch's, then the polls alternate.
-	var w, p10, p15 testenv.Latencies
-	for i, d := range all {
-		switch {
-		case i < 24:
-			w = append(w, d)
-		case (i-24)%2 == 0:
-			p10 = append(p10, d)
-		default:
-			p15 = append(p15, d)
-		}
-	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	mw := max(w.Percentile(50), time.Millisecond)
-	b.ReportMetric(ms(w.Percentile(50)), "watch_p50_ms")
-	b.ReportMetric(ms(w.Percentile(95)), "watch_p95_ms")
-	b.ReportMetric(ms(p10.Percentile(50)), "poll10s_p50_ms")
-	b.ReportMetric(ms(p15.Percentile(50)), "poll15s_p50_ms")
-	b.ReportMetric(float64(p10.Percentile(50))/float64(mw), "x_vs_10s_poll")
-	b.ReportMetric(float64(p15.Percentile(50))/float64(mw), "x_vs_15s_poll")
+	testenv.ReportDetection(b, labels, all, "watch")
 }
