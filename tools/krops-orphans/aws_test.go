@@ -119,3 +119,19 @@ func TestAWSReportExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// An AWS endpoint that accepts connections and never answers gives no
+// report and exit 3 within a minute, naming the endpoint.
+func TestAWSReportWithASilentEndpoint(t *testing.T) {
+	f, _, env := awsFixture(t)
+	endpoint := "http://" + testenv.SilentEndpoint(t)
+	start := time.Now()
+	out, errOut, code := f.run(t, append(env, "AWS_ENDPOINT_URL="+endpoint), "aws")
+	took := time.Since(start)
+	if code != 3 || !strings.Contains(errOut, "the AWS endpoint "+endpoint+" did not answer") || strings.Contains(out, "Orphans:") {
+		t.Errorf("silent endpoint: exit %d, want 3 naming %s and no report\n%s\n%s", code, endpoint, errOut, out)
+	}
+	if took > time.Minute {
+		t.Errorf("silent endpoint: the verdict took %s, want under a minute", took.Round(time.Second))
+	}
+}

@@ -80,7 +80,6 @@ management cluster through MGMT_KUBECONFIG; each within 10 s). A management clus
 (an earlier pivot moved the Clusters there) is the host even when kind still answers, and that kind goes in step 6;
 a management context whose cluster does not answer while kind does is unknown state (exit 3, nothing changed).
   1. the Flux Kustomizations that own Services of type LoadBalancer are deleted (not suspended: a suspended
-  1. the Flux Kustomizations that own Services of type LoadBalancer are deleted (not suspended: a suspended
      Kustomization does not prune, and the cloud load balancer would stay), and the Services waited out;
   2. every other Kustomization in the Flux namespace is suspended;
   3. the workload Clusters are deleted (local-host: teardown.capi-workloads, and on kind its management Cluster

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,8 +199,8 @@ func TestInterruptedSweepThenRerun(t *testing.T) {
 			}
 			err := cmd.Wait()
 			code := cmd.ProcessState.ExitCode()
-			if err == nil || code != 1 {
-				t.Fatalf("exit %d after %v, want 1:\n%s\n%s", code, sig, out.String(), errOut.String())
+			if err == nil || code != 130 {
+				t.Fatalf("exit %d after %v, want 130 (interrupted):\n%s\n%s", code, sig, out.String(), errOut.String())
 			}
 			stdout := out.String()
 			if !strings.Contains(stdout, "Interrupted: ") || !strings.Contains(stdout, "in flight: subnet "+hung) {
@@ -234,19 +233,32 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func TestTeardownWithASilentManagementClusterDeletesNothing(t *testing.T) {
 	t.Parallel() // its own API servers, moto, engine and directories
 	f := setup(t)
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { silent.Close() })
-	// Never Accept: the kernel completes the handshake, nothing answers.
 	mgmt := filepath.Join(f.dir, "mgmt.yaml")
-	if err := testenv.WriteKubeconfig(&rest.Config{Host: "https://" + silent.Addr().String()}, "krops-mgmt", mgmt); err != nil {
+	if err := testenv.WriteKubeconfig(&rest.Config{Host: "https://" + testenv.SilentEndpoint(t)}, "krops-mgmt", mgmt); err != nil {
 		t.Fatal(err)
 	}
 	r := f.run(t, []string{"KUBECONFIG=" + filepath.Join(f.dir, "no-kind.yaml"), "MGMT_KUBECONFIG=" + mgmt}, "aws", "--query-timeout", "3s")
 	if r.Code != 3 || !strings.Contains(r.Stderr, "reaching the management cluster behind context krops-mgmt") || !strings.Contains(r.Stdout+r.Stderr, "krops-sweep cloud aws") {
 		t.Fatalf("silent management cluster: exit %d, want 3\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	f.proxy.AssertNoMutation(t)
+}
+
+// An AWS endpoint that accepts connections and never answers (a proxy
+// whose upstream is gone) is unknown state within a minute, naming the
+// endpoint, instead of a hang until CLUSTER_DELETE_TIMEOUT.
+func TestSilentAWSEndpointIsUnknownStateWithinAMinute(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
+	f := setup(t)
+	endpoint := "http://" + testenv.SilentEndpoint(t)
+	start := time.Now()
+	r := f.run(t, []string{"AWS_ENDPOINT_URL=" + endpoint}, "cloud", "aws")
+	took := time.Since(start)
+	if r.Code != 3 || !strings.Contains(r.Stderr, "the AWS endpoint "+endpoint+" did not answer") || !strings.Contains(r.Stderr, "nothing was deleted") {
+		t.Errorf("silent endpoint: exit %d, want 3 naming %s\n%s", r.Code, endpoint, r.Stderr)
+	}
+	if took > time.Minute {
+		t.Errorf("silent endpoint: the verdict took %s, want under a minute", took.Round(time.Second))
 	}
 	f.proxy.AssertNoMutation(t)
 }

@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/engine"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
@@ -161,7 +162,17 @@ func teardownAction(c *ucli.Context) error {
 // detectEngine finds the container engine the environment's knobs name.
 func detectEngine(ctx context.Context, sel *cli.Selected) (*engine.Engine, error) {
 	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
-	eng, err := engine.Detect(ctx, engine.Options{Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost, Env: os.Environ()})
+	eng, err := engine.Detect(ctx, engine.Options{
+		Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost, Env: os.Environ(),
+		Runner: proc.Exec{OwnGroup: true}, Waiting: func(m string) { fmt.Fprintln(os.Stderr, m) },
+	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if errors.Is(err, engine.ErrTimeout) {
+		// The engine exists and does not answer: what runs on it is unknown.
+		return nil, cli.UnknownStateError(err)
+	}
 	if err != nil {
 		return nil, cli.UsageError(err)
 	}

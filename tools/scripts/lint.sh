@@ -38,12 +38,17 @@ for m in "${modules[@]}"; do
 done
 [[ "$failed" == 0 ]] || exit 1
 
+# KROPS_LINT_GOFLAGS: task test sets -race, so the packages vet and
+# staticcheck compile for their type information are the very ones the
+# race-enabled tests link afterwards, instead of a second build of the whole
+# dependency graph (measured cold on tools/kit: 254 s for both against 422 s).
+lint_goflags="${KROPS_LINT_GOFLAGS:-}"
 echo "==> go vet (every module)" >&2
-go vet "${patterns[@]}"
+GOFLAGS="$lint_goflags" go vet "${patterns[@]}"
 echo "==> staticcheck $staticcheck_version (every module)" >&2
 # Built once into the tools cache rather than `go run` per module.
 bin="${XDG_CACHE_HOME:-$HOME/.cache}/krops/tools/staticcheck-$staticcheck_version"
 if [[ ! -x "$bin/staticcheck" ]]; then
 	GOWORK=off GOBIN="$bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
 fi
-"$bin/staticcheck" "${patterns[@]}"
+GOFLAGS="$lint_goflags" "$bin/staticcheck" "${patterns[@]}"

@@ -50,10 +50,17 @@ type Exec struct {
 	// WaitDelay bounds how long output pipes may stay open after the process
 	// is killed on cancellation; zero means 5 s.
 	WaitDelay time.Duration
+	// OwnGroup starts each program in a process group of its own, signalled
+	// as a whole on cancellation, so a wrapper's children (a shell script
+	// standing in for docker, the engine CLI's helpers) go with it. It is for
+	// the lifecycle binaries; a plugin leaves it off, because the host kills
+	// a plugin's group as one and a child in a group of its own would
+	// escape that.
+	OwnGroup bool
 }
 
-// Run starts c and waits for it. On context cancellation the process gets
-// SIGTERM, then SIGKILL after WaitDelay.
+// Run starts c and waits for it. On context cancellation the process (its
+// group with OwnGroup) gets SIGTERM, then SIGKILL after WaitDelay.
 func (e Exec) Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Env = c.Env
@@ -66,12 +73,30 @@ func (e Exec) Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.Stdout = tee(&stdout, c.Stdout)
 	cmd.Stderr = tee(&stderr, c.Stderr)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if e.OwnGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
+	}
 	cmd.WaitDelay = e.WaitDelay
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = 5 * time.Second
 	}
-	err := cmd.Run()
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode()}
+	err := cmd.Start()
+	if err == nil {
+		pid := cmd.Process.Pid
+		if e.OwnGroup {
+			groups := groupsFrom(ctx)
+			groups.add(pid)
+			defer groups.remove(pid)
+		}
+		err = cmd.Wait()
+		if e.OwnGroup && ctx.Err() != nil {
+			// exec killed only the leader after WaitDelay; whatever of
+			// its group still runs would outlive an interrupted step.
+			_ = signalGroup(pid, syscall.SIGKILL)
+		}
+	}
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: exitCode(cmd)}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -79,6 +104,27 @@ func (e Exec) Run(ctx context.Context, c Cmd) (Result, error) {
 		return res, &Error{Cmd: c, Result: res, Err: err}
 	}
 	return res, nil
+}
+
+func exitCode(cmd *exec.Cmd) int {
+	if cmd.ProcessState == nil {
+		return -1 // never started
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// signalGroup signals the process group led by pid. A group outlives its
+// leader while any member runs, and the kernel does not give a live
+// group's id to a new process, so only that program's own descendants are
+// reached (those that did not leave the group on purpose).
+func signalGroup(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return nil
+	}
+	if err := syscall.Kill(-pid, sig); err != nil && err != syscall.ESRCH {
+		return err
+	}
+	return nil
 }
 
 func tee(buf *bytes.Buffer, w io.Writer) io.Writer {

@@ -12,10 +12,12 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
@@ -26,14 +28,18 @@ const (
 	ExitFailed       = 1
 	ExitUsage        = 2
 	ExitUnknownState = 3
+	// ExitInterrupted is a run that a signal stopped although no step
+	// failed: the shell's code for SIGINT.
+	ExitInterrupted = 130
 )
 
 // ExitCodesHelp documents the exit codes in every --help.
 const ExitCodesHelp = `EXIT CODES:
-   0  done
-   1  failed
-   2  usage or configuration error (nothing was changed)
-   3  stopped on unknown state: a query failed, so nothing destructive was done; rerun when the cause is fixed`
+     0  done
+     1  failed
+     2  usage or configuration error, or a refusal (nothing was changed)
+     3  stopped on unknown state: a query failed, so nothing destructive was done; rerun when the cause is fixed
+   130  interrupted (Ctrl-C, SIGTERM) before it finished: rerun to complete it`
 
 type usageError struct{ err error }
 
@@ -242,6 +248,8 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ctx, groups := proc.WithGroups(ctx)
+	var interrupted atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, o.Signals...)
 	defer signal.Stop(sigs)
@@ -252,6 +260,7 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 	go func() {
 		select {
 		case <-sigs:
+			interrupted.Store(true)
 			fmt.Fprintln(app.ErrWriter, "interrupted: stopping after the calls in flight (press Ctrl-C again to quit at once)")
 			cancel()
 		case <-finished:
@@ -260,10 +269,11 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 		select {
 		case <-sigs:
 			fmt.Fprintln(app.ErrWriter, "interrupted again: quitting now")
+			groups.Kill()
 			if o.BeforeForcedExit != nil {
 				o.BeforeForcedExit()
 			}
-			exit(130)
+			exit(ExitInterrupted)
 		case <-finished:
 		}
 	}()
@@ -271,7 +281,19 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 	if err != nil {
 		fmt.Fprintf(app.ErrWriter, "%s: error: %v\n", app.Name, err)
 	}
-	return ExitCode(err)
+	code := ExitCode(err)
+	if interrupted.Load() && (code == ExitOK || code == ExitFailed) {
+		// A step may have swallowed the cancellation (a status that
+		// reports what it could read): an interrupted run did not do all
+		// it was asked, and a supervisor must not read it as success, nor
+		// as an ordinary failure to retry blindly. A refusal (2) or
+		// unknown state (3) keeps its own code: it says more.
+		if code == ExitOK {
+			fmt.Fprintf(app.ErrWriter, "%s: interrupted before it finished\n", app.Name)
+		}
+		return ExitInterrupted
+	}
+	return code
 }
 
 // flagsFirst moves flags given after positional arguments in front of them:

@@ -232,11 +232,56 @@ func TestSignalCancelsTheContext(t *testing.T) {
 	}
 	select {
 	case code := <-done:
-		if code != ExitFailed || !strings.Contains(errOut.String(), "interrupted") {
+		if code != ExitInterrupted || !strings.Contains(errOut.String(), "interrupted") {
 			t.Errorf("exit %d, stderr %q", code, errOut.String())
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the signal did not cancel the run")
+	}
+}
+
+// An interrupted run never exits 0 or 1: a step that swallowed the
+// cancellation (returning what it could read) did not finish, and a failure
+// caused by the signal is not one to retry blindly. A refusal or unknown
+// state keeps its own code.
+func TestAnInterruptedRunExits130UnlessItRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		result error
+		want   int
+		says   string
+	}{
+		{"swallowed the cancellation", nil, ExitInterrupted, "interrupted before it finished"},
+		{"failed on the cancellation", errors.New("waiting: context canceled"), ExitInterrupted, "error: waiting"},
+		{"refused", Usagef("bootstrap.toml: no environment %q", "nope"), ExitUsage, "no environment"},
+		{"unknown state", UnknownStateError(errors.New("the API server did not answer")), ExitUnknownState, "did not answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			var got seen
+			started := make(chan struct{})
+			app := testApp(t, &out, &errOut, &got, func(c *ucli.Context) error {
+				close(started)
+				<-c.Context.Done()
+				return tc.result
+			})
+			done := make(chan int)
+			go func() {
+				done <- Run(context.Background(), app, []string{"krops-test"}, RunOptions{Signals: []os.Signal{syscall.SIGWINCH}})
+			}()
+			<-started
+			if err := syscall.Kill(os.Getpid(), syscall.SIGWINCH); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-done:
+				if code != tc.want || !strings.Contains(errOut.String(), tc.says) {
+					t.Errorf("exit %d, want %d; stderr %q", code, tc.want, errOut.String())
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the signal did not cancel the run")
+			}
+		})
 	}
 }
 

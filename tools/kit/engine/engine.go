@@ -4,8 +4,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
@@ -31,7 +33,24 @@ type Options struct {
 	// Env is the environment engine commands run with.
 	Env    []string
 	Runner proc.Runner
+	// Timeout bounds each detection call; zero means DefaultTimeout.
+	Timeout time.Duration
+	// Waiting, when set, hears what detection waits for once a call has
+	// taken longer than a few seconds, so a wedged engine is not silence.
+	Waiting func(msg string)
 }
+
+// DefaultTimeout bounds one detection call (`docker info` and the like). A
+// healthy engine answers in well under a second, a busy one or a Podman
+// machine that is starting in a few; a daemon that accepted the call and
+// went quiet would otherwise hang every command that needs the engine.
+const DefaultTimeout = 30 * time.Second
+
+// waitingAfter is when a slow call is announced.
+const waitingAfter = 3 * time.Second
+
+// ErrTimeout is an engine call that did not answer within its bound.
+var ErrTimeout = errors.New("the container engine did not answer in time")
 
 // Engine is a detected engine.
 type Engine struct {
@@ -57,18 +76,27 @@ func Detect(ctx context.Context, o Options) (*Engine, error) {
 	if o.Toolbox && o.ContainerHost == "" {
 		env = append(env, "CONTAINER_HOST="+ToolboxContainerHost)
 	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
 	run := func(name string, args ...string) (proc.Result, error) {
-		return o.Runner.Run(ctx, proc.Cmd{Path: name, Args: args, Env: env})
+		return bounded(ctx, o, proc.Cmd{Path: name, Args: args, Env: env})
 	}
 	e := &Engine{runner: o.Runner}
 	switch o.Engine {
 	case "docker", "podman":
-		if _, err := run(o.Engine, "info"); err != nil {
+		if _, err := run(o.Engine, "info"); ctx.Err() != nil {
+			return nil, ctx.Err()
+		} else if err != nil {
 			return nil, fmt.Errorf("CONTAINER_ENGINE=%s does not answer (`%s info` failed): start it or unset CONTAINER_ENGINE to detect: %w", o.Engine, o.Engine, err)
 		}
 		e.Name = o.Engine
 	case "":
 		_, dockerErr := run("docker", "info")
+		if ctx.Err() != nil {
+			// Interrupted is not "no engine answers".
+			return nil, ctx.Err()
+		}
 		if dockerErr == nil {
 			e.Name = "docker"
 			if v, err := run("docker", "--version"); err == nil && strings.Contains(strings.ToLower(string(v.Stdout)), "podman") {
@@ -76,6 +104,8 @@ func Detect(ctx context.Context, o Options) (*Engine, error) {
 			}
 		} else if _, podmanErr := run("podman", "info"); podmanErr == nil {
 			e.Name = "podman"
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
 		} else {
 			return nil, fmt.Errorf("no container engine answers: docker info: %v; podman info: %v. Start Docker or Podman, or set CONTAINER_ENGINE", dockerErr, podmanErr)
 		}
@@ -125,4 +155,22 @@ func dockerSocket(run func(string, ...string) (proc.Result, error)) string {
 // Run runs the engine with args.
 func (e *Engine) Run(ctx context.Context, args ...string) (proc.Result, error) {
 	return e.runner.Run(ctx, proc.Cmd{Path: e.Name, Args: args, Env: e.Env})
+}
+
+// bounded runs one detection call under o.Timeout, telling o.Waiting when it
+// is slow. A call that runs out of time is ErrTimeout naming the command.
+func bounded(ctx context.Context, o Options, c proc.Cmd) (proc.Result, error) {
+	callCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if o.Waiting != nil {
+		t := time.AfterFunc(waitingAfter, func() {
+			o.Waiting(fmt.Sprintf("waiting for `%s` to answer (up to %s; Ctrl-C stops)", proc.CommandLine(c), o.Timeout))
+		})
+		defer t.Stop()
+	}
+	res, err := o.Runner.Run(callCtx, c)
+	if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return res, fmt.Errorf("`%s` did not answer within %s (a wedged daemon or a socket nobody serves): %w", proc.CommandLine(c), o.Timeout, ErrTimeout)
+	}
+	return res, err
 }

@@ -3,9 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
@@ -80,5 +84,57 @@ func TestPodmanWithoutSocketAnswerFallsBackWithAWarning(t *testing.T) {
 	}
 	if e.Sock != PodmanToolboxSocket || len(e.Warnings) != 1 {
 		t.Errorf("sock %s warnings %v", e.Sock, e.Warnings)
+	}
+}
+
+// hangingEngine puts a `docker` and a `podman` on PATH that accept the call
+// and never answer, as a wedged daemon's CLI does.
+func hangingEngine(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"docker", "podman"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// exec looks the program up in this process's PATH, not the child's.
+	t.Setenv("PATH", dir+":/usr/bin:/bin")
+	return []string{"PATH=" + dir + ":/usr/bin:/bin"}
+}
+
+// A wedged engine is a bounded, named timeout, announced while it is
+// waited for; real processes, so the kill of the hung CLI is exercised.
+func TestWedgedEngineIsABoundedTimeout(t *testing.T) {
+	env := hangingEngine(t)
+	var heard []string
+	var mu sync.Mutex
+	start := time.Now()
+	_, err := Detect(context.Background(), Options{
+		Engine: "docker", Env: env, Runner: proc.Exec{OwnGroup: true, WaitDelay: time.Second},
+		Timeout: 4 * time.Second,
+		Waiting: func(m string) { mu.Lock(); heard = append(heard, m); mu.Unlock() },
+	})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "`docker info` did not answer within 4s") {
+		t.Fatalf("wedged engine: %v, want ErrTimeout naming docker info", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("a 4s bound took %s", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) != 1 || !strings.Contains(heard[0], "waiting for `docker info` to answer") {
+		t.Errorf("what was waited for was not said: %q", heard)
+	}
+}
+
+// An interrupted detection is the interruption, not "no container engine
+// answers" (which would send the user to start an engine that runs).
+func TestInterruptedDetectionIsNotNoEngine(t *testing.T) {
+	env := hangingEngine(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	_, err := Detect(ctx, Options{Env: env, Runner: proc.Exec{OwnGroup: true, WaitDelay: time.Second}})
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "no container engine answers") {
+		t.Fatalf("interrupted detection: %v, want context.Canceled", err)
 	}
 }

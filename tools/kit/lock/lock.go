@@ -100,11 +100,11 @@ func Acquire(o Options) (*Lock, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(lockPath), 0o700); err != nil {
-		return nil, fmt.Errorf("creating the lock directory: %w", err)
+		return nil, &DirError{Dir: filepath.Dir(lockPath), Err: err}
 	}
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", lockPath, err)
+		return nil, &DirError{Dir: filepath.Dir(lockPath), Err: err}
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -131,10 +131,23 @@ func Acquire(o Options) (*Lock, error) {
 	}
 	if err := writeHolder(holderPath, h); err != nil {
 		l.Release()
-		return nil, err
+		return nil, &DirError{Dir: filepath.Dir(lockPath), Err: err}
 	}
 	return l, nil
 }
+
+// DirError is a lock directory that cannot hold locks (not a directory,
+// not writable, full): a setup problem the user fixes, not a failed run.
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string {
+	return fmt.Sprintf("the lock directory %s cannot be used: %v; make it a directory this user can write, or set XDG_STATE_HOME to one", e.Dir, e.Err)
+}
+
+func (e *DirError) Unwrap() error { return e.Err }
 
 // Release drops the lock and its holder file.
 func (l *Lock) Release() error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -118,5 +119,19 @@ func TestBadNamesAreRefused(t *testing.T) {
 		if _, err := Acquire(Options{Dir: t.TempDir(), Name: name}); err == nil {
 			t.Errorf("name %q accepted", name)
 		}
+	}
+}
+
+// A lock directory that is a file, or that this user cannot write, is a
+// DirError naming the directory, so callers can call it a setup problem.
+func TestUnusableLockDirectoryIsADirError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Acquire(Options{Name: "x", Dir: filepath.Join(file, "locks")})
+	var de *DirError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "XDG_STATE_HOME") {
+		t.Fatalf("lock under a file: %v, want a DirError naming %s", err, file)
 	}
 }

@@ -52,16 +52,22 @@ func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writ
 	}
 	s := &Setup{}
 	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
+	// Engine CLIs run in process groups of their own, so an interrupt
+	// ends a wrapper's children too (and a forced exit kills them).
+	runner := proc.Exec{OwnGroup: true}
 	s.Engine, s.EngineErr = engine.Detect(ctx, engine.Options{
 		Engine: sel.Knobs.ContainerEngine, Sock: sel.Knobs.EngineSock, Toolbox: sel.Knobs.Toolbox, ContainerHost: ctxHost,
-		Env: os.Environ(),
+		Env: os.Environ(), Runner: runner, Waiting: func(m string) { prog.Infof("%s", m) },
 	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	self, _ := os.Hostname()
 	s.Options = bootcluster.Options{
 		Name: sel.Config.Bootstrap.KindCluster, Context: sel.Config.Bootstrap.KindContext, Environment: sel.Environment.Name,
 		NodeImage: nodeImage, RunID: sel.Knobs.RunID, Kubeconfig: kubeconfig, Toolbox: sel.Knobs.Toolbox, Self: self,
 		PostCreateTask: sel.Environment.PostKindCreateTask, Mise: os.Getenv("KROPS_MISE_BIN"), RepoRoot: sel.Config.Root, Env: os.Environ(),
-		Runner: proc.Exec{}, Progress: prog, Out: out,
+		Runner: runner, Progress: prog, Out: out,
 	}
 	if s.Engine != nil {
 		// kind's library runs the engine's CLI with this process's
@@ -87,6 +93,11 @@ func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writ
 
 // EngineNeeded turns a failed detection into the error a user can act on.
 func (s *Setup) EngineNeeded() error {
+	if errors.Is(s.EngineErr, engine.ErrTimeout) {
+		// An engine that exists and does not answer may run the cluster:
+		// what is there is unknown, not absent.
+		return cli.UnknownStateError(s.EngineErr)
+	}
 	if s.EngineErr != nil {
 		return cli.UsageError(fmt.Errorf("%w (and ENGINE_SOCK for a socket other than the engine's default)", s.EngineErr))
 	}
@@ -101,7 +112,8 @@ func LockName(cluster string) string { return "kind-" + cluster }
 func Hold(cluster, runID string, prog *ui.Progress) (*lock.Lock, error) {
 	l, err := lock.Acquire(lock.Options{Name: LockName(cluster), Holder: lock.Holder{RunID: runID}})
 	var held *lock.HeldError
-	if errors.As(err, &held) {
+	var dir *lock.DirError
+	if errors.As(err, &held) || errors.As(err, &dir) {
 		return nil, cli.UsageError(err)
 	}
 	if err != nil {

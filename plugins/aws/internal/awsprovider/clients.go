@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -35,11 +37,38 @@ type clients struct {
 // treated as empty.
 const defaultMaxAttempts = 10
 
+// Per-attempt bounds. The SDK's own client has none after the connection
+// is made, so an endpoint that accepts and never answers (a proxy with a
+// dead upstream, a half-open VPN) would hang a sweep for as long as its
+// context lives. Every call krops makes is a small API request that AWS
+// answers in well under a second; half a minute is generous even for a
+// throttled page, and the retryer still gets its attempts.
+const (
+	callTimeout     = 30 * time.Second
+	identityTimeout = 10 * time.Second
+)
+
+// boundedHTTPClient is the SDK's default transport with a whole-request
+// timeout per attempt.
+func boundedHTTPClient(timeout time.Duration) aws.HTTPClient {
+	return awshttp.NewBuildableClient().WithTimeout(timeout)
+}
+
 func newClients(httpClient *http.Client, maxAttempts int) *clients {
 	if maxAttempts == 0 {
 		maxAttempts = defaultMaxAttempts
 	}
 	return &clients{base: map[string]aws.Config{}, http: httpClient, maxTry: maxAttempts}
+}
+
+// identityClient is the HTTP client for the account lookup that opens every
+// operation: identityAttempts tries of identityTimeout each keep an
+// unanswering endpoint's verdict under a minute.
+func (c *clients) identityClient() aws.HTTPClient {
+	if c.http != nil {
+		return c.http
+	}
+	return boundedHTTPClient(identityTimeout)
 }
 
 func (c *clients) config(ctx context.Context, region string) (aws.Config, error) {
@@ -58,6 +87,8 @@ func (c *clients) config(ctx context.Context, region string) (aws.Config, error)
 	}
 	if c.http != nil {
 		opts = append(opts, config.WithHTTPClient(c.http))
+	} else {
+		opts = append(opts, config.WithHTTPClient(boundedHTTPClient(callTimeout)))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

@@ -131,10 +131,19 @@ func (p *Provider) account(ctx context.Context) (string, error) {
 	// minutes of backoff, and the user should hear it at once.
 	out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}, func(o *sts.Options) {
 		o.Retryer = retry.AddWithMaxAttempts(o.Retryer, identityAttempts)
+		o.HTTPClient = p.c.identityClient()
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
+		}
+		if endpoint, silent := unansweredEndpoint(err); endpoint != "" {
+			if silent {
+				return "", fmt.Errorf("the AWS endpoint %s did not answer (sts GetCallerIdentity, %d attempts of %s): nothing was read or changed; check AWS_ENDPOINT_URL, the proxy (HTTPS_PROXY) and the network, then rerun: %w",
+					endpoint, identityAttempts, identityTimeout, sdk.ErrUnknownState)
+			}
+			return "", fmt.Errorf("could not reach the AWS endpoint %s (sts GetCallerIdentity): %v; nothing was read or changed; check AWS_ENDPOINT_URL, the proxy (HTTPS_PROXY) and the network, then rerun: %w",
+				endpoint, rootCause(err), sdk.ErrUnknownState)
 		}
 		return "", fmt.Errorf("could not read the AWS account (sts GetCallerIdentity): %w; check the credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID) and AWS_ENDPOINT_URL: %w", err, sdk.ErrUnknownState)
 	}
