@@ -244,3 +244,35 @@ func TestStatusWithoutAnEngine(t *testing.T) {
 		t.Errorf("overrides: %s", r.Stdout)
 	}
 }
+
+// Names the user supplies become container, network, lock and context names
+// and are printed by status: a path, a newline or an upper-case name is exit
+// 2 naming the variable, before any command reads the engine or a lock. So
+// is a kubeconfig that is a symlink loop or does not parse (the preflight
+// read a loop as "does not exist").
+func TestBadNamesAndKubeconfigsAreRefused(t *testing.T) {
+	f := setup(t)
+	for _, name := range []string{"../../etc", "a\nb", "Blue"} {
+		for _, cmd := range []string{"status", "preflight", "up", "down"} {
+			r := f.run(t, []string{"KROPS_KIND_CLUSTER=" + name}, cmd)
+			if r.Code != 2 || !strings.Contains(r.Stderr, "KROPS_KIND_CLUSTER (which overrides bootstrap.kind-cluster") || strings.Contains(r.Stdout, "kind cluster "+name) {
+				t.Errorf("%s with KROPS_KIND_CLUSTER=%q: exit %d\n%s\n%s", cmd, name, r.Code, r.Stdout, r.Stderr)
+			}
+		}
+	}
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("clusters: [\x01"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{loop: "too many levels of symbolic links", garbage: "want a kubeconfig", dir: "not a directory"} {
+		r := f.run(t, []string{"KUBECONFIG=" + path}, "preflight")
+		if r.Code != 2 || !strings.Contains(r.Stderr, "KUBECONFIG=") || !strings.Contains(r.Stderr, want) {
+			t.Errorf("preflight with KUBECONFIG=%s: exit %d, want 2 and %q\n%s", path, r.Code, want, r.Stderr)
+		}
+	}
+}

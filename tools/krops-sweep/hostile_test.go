@@ -95,7 +95,8 @@ func assertGone(t *testing.T, what string, pid int) {
 
 // A configuration path that is a FIFO or /dev/zero is refused at once: the
 // run neither blocks on the read nor grows. So is a FIFO, a device or a
-// directory as a kubeconfig or the age key.
+// directory as a kubeconfig or the age key, and a kubeconfig that does not
+// parse.
 func TestUnreadableConfigPathsAreRefusedAtOnce(t *testing.T) {
 	h := newHostile(t)
 	fifo := filepath.Join(h.dir, "fifo.toml")
@@ -124,6 +125,19 @@ func TestUnreadableConfigPathsAreRefusedAtOnce(t *testing.T) {
 			if code != 2 || !strings.Contains(out.String(), knob+"=") || !strings.Contains(out.String(), "a regular file, not a") {
 				t.Errorf("%s=%s: exit %d after %v, want 2 naming the knob:\n%s", knob, path, code, took, out)
 			}
+		}
+	}
+	// A kubeconfig that does not parse was "no controller host answered"
+	// (exit 1, advising a cloud sweep): it is a broken input.
+	garbage := filepath.Join(h.dir, "garbage.kubeconfig")
+	if err := os.WriteFile(garbage, []byte("apiVersion: v1\nclusters: [\x01"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, knob := range []string{"KUBECONFIG", "MGMT_KUBECONFIG"} {
+		cmd, out := h.started(t, []string{knob + "=" + garbage}, "local-host", "--dry-run")
+		code, took := exited(t, cmd, 10*time.Second)
+		if code != 2 || !strings.Contains(out.String(), knob+"=") || !strings.Contains(out.String(), "want a kubeconfig") || strings.Contains(out.String(), "krops-sweep cloud") {
+			t.Errorf("%s=%s: exit %d after %v, want 2 naming the knob and no cloud-sweep advice:\n%s", knob, garbage, code, took, out)
 		}
 	}
 }

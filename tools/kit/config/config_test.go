@@ -125,6 +125,8 @@ func TestValidationErrorsNameFileKeyAndAllowedValues(t *testing.T) {
 		{"bad account id", minimal + "allowed-accounts = [\"12345\"]\n", []string{"environments.one.allowed-accounts[0]", "12 digits"}},
 		{"wrong type", strings.Replace(minimal, `sync = "oci"`, `sync = 1`, 1), []string{"bootstrap.toml", "sync"}},
 		{"not toml", "[bootstrap\n", []string{"bootstrap.toml", "not valid TOML"}},
+		{"kind cluster name with a path", strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nkind-cluster = \"../etc\"", 1), []string{"bootstrap.toml: bootstrap.kind-cluster", `"../etc" is not a kind cluster name`, "lower-case letters"}},
+		{"registry name with upper case", strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nregistry-name = \"Reg\"", 1), []string{"bootstrap.registry-name", `"Reg" is not a container name`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,6 +182,20 @@ func TestPrecedenceDefaultsFileEnvironment(t *testing.T) {
 	}
 	if c.Bootstrap.KindCluster != "envcluster" || c.Bootstrap.RegistryName != "reg" {
 		t.Errorf("environment override: %+v", c.Bootstrap)
+	}
+}
+
+// A bad name from the environment is reported under the variable the user
+// set, not under a file key that holds a good value.
+func TestBadOverrideNamesTheVariable(t *testing.T) {
+	for _, v := range []string{"../../etc", "a\nb", "Blue", strings.Repeat("x", 50), "-x"} {
+		_, err := load(t, minimal, map[string]string{"KROPS_KIND_CLUSTER": v})
+		if err == nil || !strings.Contains(err.Error(), "KROPS_KIND_CLUSTER (which overrides bootstrap.kind-cluster in") || !strings.Contains(err.Error(), "is not a kind cluster name") {
+			t.Errorf("KROPS_KIND_CLUSTER=%q: %v", v, err)
+		}
+	}
+	if _, err := load(t, minimal, map[string]string{"KROPS_KIND_CLUSTER": strings.Repeat("x", 49)}); err != nil {
+		t.Errorf("a 49-character name: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kropsdev/krops/tools/kit/duration"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Knob describes one setting of the lifecycle's environment interface.
@@ -243,11 +244,14 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	// memory: anything there but a regular file of a sane size is refused
 	// now. A path that does not exist yet is fine (the pivot writes
 	// MGMT_KUBECONFIG; KUBECONFIG may be new).
+	// A kubeconfig that does not parse is refused here too: read later, it
+	// looked like a cluster that does not answer (exit 1 or 3, and advice
+	// to sweep the cloud), not like the broken file it is.
 	for _, p := range filepath.SplitList(k.Kubeconfig) {
-		checkFileKnob(bad, "KUBECONFIG", p, MaxKubeconfigSize)
+		checkFileKnob(bad, "KUBECONFIG", p, MaxKubeconfigSize, parseKubeconfig)
 	}
-	checkFileKnob(bad, "MGMT_KUBECONFIG", k.MgmtKubeconfig, MaxKubeconfigSize)
-	checkFileKnob(bad, "AGE_KEY_FILE", k.AgeKeyFile, MaxAgeKeySize)
+	checkFileKnob(bad, "MGMT_KUBECONFIG", k.MgmtKubeconfig, MaxKubeconfigSize, parseKubeconfig)
+	checkFileKnob(bad, "AGE_KEY_FILE", k.AgeKeyFile, MaxAgeKeySize, nil)
 	port := uintKnob("REGISTRY_PORT", 5001, 16)
 	if port == 0 {
 		bad("REGISTRY_PORT", "0", "a port from 1 to 65535")
@@ -272,22 +276,45 @@ const (
 )
 
 // checkFileKnob reports, through bad, a path knob's file that exists and is
-// not a regular file of at most max bytes: a directory, a FIFO, a device, a
-// symlink loop or one that cannot be read.
-func checkFileKnob(bad func(name, v, want string), name, path string, max int64) {
+// not a regular file of at most max bytes (a directory, a FIFO, a device, a
+// symlink loop or one that cannot be read), or whose content parse, when
+// given, rejects.
+func checkFileKnob(bad func(name, v, want string), name, path string, max int64, parse func([]byte) error) {
 	if path == "" {
 		return
 	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		return
 	case err != nil:
 		bad(name, path, fmt.Sprintf("a readable regular file (%v)", err))
+		return
 	case !fi.Mode().IsRegular():
 		bad(name, path, "a regular file, not a "+fileKind(fi.Mode()))
+		return
 	case fi.Size() > max:
 		bad(name, path, fmt.Sprintf("a file of at most %d KiB, not %d KiB", max>>10, fi.Size()>>10))
+		return
 	}
+	if parse == nil {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		bad(name, path, fmt.Sprintf("a readable regular file (%v)", err))
+		return
+	}
+	if err := parse(b); err != nil {
+		bad(name, path, fmt.Sprintf("a kubeconfig (%v): fix the file, or point %s at another", err, name))
+	}
+}
+
+// parseKubeconfig is client-go's own reading of a kubeconfig, so what passes
+// here is what the tools load later.
+func parseKubeconfig(b []byte) error {
+	_, err := clientcmd.Load(b)
+	return err
 }
 
 // fileKind names what a non-regular file is.

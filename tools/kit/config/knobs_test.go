@@ -151,6 +151,18 @@ func TestPathKnobsMustBeRegularFiles(t *testing.T) {
 			}
 		}
 	}
+	// A kubeconfig must parse as one: client-go reading it later made a
+	// broken file look like a cluster that does not answer.
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("clusters: [\x00 not yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, knob := range []string{"KUBECONFIG", "MGMT_KUBECONFIG"} {
+		_, err := parseKnobs(t, map[string]string{knob: garbage})
+		if err == nil || !strings.Contains(err.Error(), knob+"=") || !strings.Contains(err.Error(), "want a kubeconfig") || !strings.Contains(err.Error(), "point "+knob+" at another") {
+			t.Errorf("%s=%s: %v, want it refused as not a kubeconfig", knob, garbage, err)
+		}
+	}
 	// Absent files are fine: they are written later.
 	if _, err := parseKnobs(t, map[string]string{"MGMT_KUBECONFIG": filepath.Join(dir, "not-yet.yaml"), "KUBECONFIG": filepath.Join(dir, "a") + string(filepath.ListSeparator) + filepath.Join(dir, "b")}); err != nil {
 		t.Errorf("absent kubeconfigs: %v", err)

@@ -34,6 +34,9 @@ type Config struct {
 	// raw is the merged configuration (defaults, file, overrides) as a tree
 	// with the file's key names, for handing to provider plugins.
 	raw map[string]any
+	// overriddenBy maps a file key an environment variable set to that
+	// variable, so a bad value is reported under the name the user typed.
+	overriddenBy map[string]string
 }
 
 // LoadOptions say where configuration comes from.
@@ -168,9 +171,11 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	over := map[string]any{}
+	overriddenBy := map[string]string{}
 	for _, o := range overrideKeys {
 		if v, ok := lookup.Get(o.env); ok {
 			over[o.key] = v
+			overriddenBy[o.key] = o.env
 		}
 	}
 	if err := k.Load(confmap.Provider(over, "."), nil); err != nil {
@@ -210,7 +215,7 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 		env.Name = name
 		f.Environments[name] = env
 	}
-	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order, raw: k.Raw()}
+	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order, raw: k.Raw(), overriddenBy: overriddenBy}
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

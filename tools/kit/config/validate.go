@@ -15,12 +15,19 @@ var (
 	sha256Hex    = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	awsAccount   = regexp.MustCompile(`^[0-9]{12}$`)
 	objectName   = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
+	// kindName is what kind accepts as a cluster name, without the dots'
+	// leading and trailing forms; its nodes are <name>-control-plane and
+	// <name>-worker<N>, host names of at most 63 characters.
+	kindName     = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,47}[a-z0-9])?$`)
 	chartVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$`)
 )
 
 const sopsSuffix = ".sops.yaml"
 
 func (c *Config) problem(key, format string, args ...any) error {
+	if env := c.overriddenBy[key]; env != "" {
+		return fmt.Errorf("%s (which overrides %s in %s): %s", env, key, c.Path, fmt.Sprintf(format, args...))
+	}
 	return fmt.Errorf("%s: %s: %s", c.Path, key, fmt.Sprintf(format, args...))
 }
 
@@ -40,6 +47,15 @@ func (c *Config) validate() []error {
 	req("bootstrap.sops-age-secret", b.SOPSAgeSecret)
 	req("bootstrap.mgmt-namespace", b.MgmtNamespace)
 	req("bootstrap.mgmt-context", b.MgmtContext)
+	// The kind cluster's name becomes container, network, context and lock
+	// names, and status prints it: a path or a newline there is refused
+	// before anything is named after it.
+	if b.KindCluster != "" && !kindName.MatchString(b.KindCluster) {
+		errs = append(errs, c.problem("bootstrap.kind-cluster", "%q is not a kind cluster name: use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 49 characters", b.KindCluster))
+	}
+	if b.RegistryName != "" && !kindName.MatchString(b.RegistryName) {
+		errs = append(errs, c.problem("bootstrap.registry-name", "%q is not a container name krops uses: use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 49 characters", b.RegistryName))
+	}
 
 	for _, ch := range []struct{ key, v string }{
 		{"charts.flux-operator", c.Charts.FluxOperator},

@@ -229,6 +229,17 @@ func addFile(tw *tar.Writer, root, rel string, stamp time.Time) error {
 	return nil
 }
 
+// DefaultPushTimeout bounds one push. The artifact is a few hundred
+// kilobytes: a push that takes longer is a registry that accepted the
+// connection and stopped answering, and the seed and the pivot must not wait
+// on it for ever.
+const DefaultPushTimeout = 2 * time.Minute
+
+// responseTimeout is how long one request may wait for the registry's
+// response headers. go-containerregistry's default transport has none, so
+// its plain-HTTP fallback waited without end on a silent registry.
+const responseTimeout = 30 * time.Second
+
 // PushOptions says how to reach the registry.
 type PushOptions struct {
 	// Insecure allows plain HTTP (a local registry on the kind network).
@@ -236,6 +247,8 @@ type PushOptions struct {
 	Insecure bool
 	// Transport replaces the default HTTP transport (tests, proxies).
 	Transport http.RoundTripper
+	// Timeout bounds the whole push; zero is DefaultPushTimeout.
+	Timeout time.Duration
 }
 
 // Push writes the artifact to ref (registry/repository:tag) and returns
@@ -250,12 +263,32 @@ func Push(ctx context.Context, a *Artifact, ref string, o PushOptions) (string, 
 	if err != nil {
 		return "", fmt.Errorf("config artifact reference %q: %w (write registry/repository:tag)", ref, err)
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
-	if o.Transport != nil {
-		opts = append(opts, remote.WithTransport(o.Transport))
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultPushTimeout
 	}
+	transport := o.Transport
+	if transport == nil {
+		t := remote.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = min(responseTimeout, timeout)
+		transport = t
+	}
+	pushCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	opts := []remote.Option{remote.WithContext(pushCtx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(transport)}
 	if err := remote.Write(tag, a.Image, opts...); err != nil {
+		if ctx.Err() == nil && (pushCtx.Err() != nil || isTimeout(err)) {
+			return "", fmt.Errorf("push config artifact to %s: the registry %s did not answer within %s: check that it runs and listens there (REGISTRY_PORT, `krops-kind status`), then rerun: %w",
+				ref, tag.RegistryStr(), timeout, err)
+		}
 		return "", fmt.Errorf("push config artifact to %s: %w", ref, err)
 	}
 	return tag.Context().Name() + "@" + a.Digest, nil
+}
+
+// isTimeout is a request that ran out of time: a response-header or dial
+// timeout arrives as a net.Error, not as the context's deadline.
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
 }

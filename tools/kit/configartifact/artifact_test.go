@@ -144,3 +144,27 @@ func TestBuildRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A registry that accepts connections and never answers ends the push within
+// its timeout, and the error names the registry: the seed and the pivot push
+// on every run and must not hang there.
+func TestPushToASilentRegistryIsBounded(t *testing.T) {
+	ctx := context.Background()
+	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: writeTree(t, tree), Paths: []string{"mgmt/local-host"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := testenv.SilentEndpoint(t)
+	start := time.Now()
+	_, err = configartifact.Push(ctx, a, host+"/krops:latest", configartifact.PushOptions{Timeout: 3 * time.Second})
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("a push to a registry that never answers succeeded")
+	}
+	if took > 20*time.Second {
+		t.Errorf("the push took %v with a 3 s timeout", took)
+	}
+	if !strings.Contains(err.Error(), "the registry "+host+" did not answer within 3s") || !strings.Contains(err.Error(), "REGISTRY_PORT") {
+		t.Errorf("the error must name the registry and what to check: %v", err)
+	}
+}
