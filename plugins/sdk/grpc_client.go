@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -82,14 +83,33 @@ func (c *Client) wrap(call string, err error) error {
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("provider %s: %s: %w", c.Name, call, context.DeadlineExceeded)
 	case codes.Aborted:
-		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrUnknownState)
+		return fmt.Errorf("provider %s: %s: %w", c.Name, call, marked(st.Message(), ErrUnknownState))
 	case codes.Unimplemented:
-		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrNotSupported)
+		return fmt.Errorf("provider %s: %s: %w", c.Name, call, marked(st.Message(), ErrNotSupported))
 	case codes.PermissionDenied:
-		return fmt.Errorf("provider %s: %s: %s: %w", c.Name, call, st.Message(), ErrRefused)
+		return fmt.Errorf("provider %s: %s: %w", c.Name, call, marked(st.Message(), ErrRefused))
 	}
 	return fmt.Errorf("provider %s: %s: %s", c.Name, call, st.Message())
 }
+
+// markedError is a plugin's message that errors.Is reads as one of the
+// SDK's sentinels. A Go plugin's message already ends with the sentinel's
+// text (its error wrapped it), so it is said once: "…to the list: refused",
+// not "…: refused: refused". A plugin in another language gets it added.
+type markedError struct {
+	msg      string
+	sentinel error
+}
+
+func marked(msg string, sentinel error) error {
+	if s := sentinel.Error(); !strings.HasSuffix(msg, s) {
+		msg += ": " + s
+	}
+	return markedError{msg: msg, sentinel: sentinel}
+}
+
+func (e markedError) Error() string        { return e.msg }
+func (e markedError) Is(target error) bool { return target == e.sentinel }
 
 // Configure sends the environment's configuration and the values of the
 // variables the plugin declared; lookup reads the host's environment.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Cmd is one program invocation.
@@ -186,7 +188,72 @@ func lastLines(b []byte, n int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
+	for i, l := range lines {
+		lines[i] = Printable(l, maxLineRunes)
+	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// maxLineRunes caps one line of a child's output quoted in an error: a
+// binary blob without newlines is one line.
+const maxLineRunes = 500
+
+// Printable makes one line of a child's output safe to quote in an error or
+// a log: terminal escape sequences (colours, cursor moves, title changes)
+// are dropped, other control characters and invalid UTF-8 become '?', and
+// the line is cut after max runes. An engine's stderr would otherwise
+// repaint the user's terminal or corrupt a JSON log.
+func Printable(s string, max int) string {
+	var b strings.Builder
+	runes := 0
+	for i := 0; i < len(s); {
+		if s[i] == 0x1b { // ESC: skip the whole sequence
+			i = skipEscape(s, i)
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size <= 1, r != '\t' && unicode.IsControl(r):
+			r = '?'
+		}
+		if runes == max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		runes++
+	}
+	return b.String()
+}
+
+// skipEscape returns the index after the escape sequence starting at s[i]:
+// CSI (ESC [ … final byte), OSC (ESC ] … BEL or ESC \\), or ESC and one byte.
+func skipEscape(s string, i int) int {
+	i++ // ESC
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '[':
+		for i++; i < len(s); i++ {
+			if s[i] >= 0x40 && s[i] <= 0x7e {
+				return i + 1
+			}
+		}
+		return i
+	case ']':
+		for i++; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return i
+	}
+	return i + 1
 }
 
 // Inherit returns KEY=VALUE entries for the named variables the caller has

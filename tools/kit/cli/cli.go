@@ -111,6 +111,11 @@ type Options struct {
 // metadata keys on the app.
 const (
 	metaLogger = "krops.logger"
+	// metaJSON holds an *atomic.Pointer[slog.Logger], set when
+	// --log-format json is chosen: Run's own notices (the final error,
+	// the interrupt) go through it then, and the signal watcher reads it
+	// from another goroutine.
+	metaJSON = "krops.json-logger"
 )
 
 // New builds the app.
@@ -135,7 +140,7 @@ func New(o Options) *ucli.App {
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log more detail"},
 			&ucli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 		}, append(KnobFlags(o.Knobs...), o.Flags...)...),
-		Metadata: map[string]any{},
+		Metadata: map[string]any{metaJSON: new(atomic.Pointer[slog.Logger])},
 	}
 	if app.Writer == nil {
 		app.Writer = os.Stdout
@@ -184,6 +189,9 @@ func New(o Options) *ucli.App {
 			return Usagef("--log-format %q is not valid: want text or json", c.String("log-format"))
 		}
 		c.App.Metadata[metaLogger] = slog.New(h)
+		if jl, ok := c.App.Metadata[metaJSON].(*atomic.Pointer[slog.Logger]); ok && c.String("log-format") == "json" {
+			jl.Store(slog.New(h))
+		}
 		return nil
 	}
 	for _, cmd := range app.Commands {
@@ -249,6 +257,18 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ctx, groups := proc.WithGroups(ctx)
+	jsonLog, _ := app.Metadata[metaJSON].(*atomic.Pointer[slog.Logger])
+	// notice prints one of Run's own messages: a line of text, or under
+	// --log-format json a record a log shipper can parse like the others.
+	notice := func(level slog.Level, text string, attrs ...any) {
+		if jsonLog != nil {
+			if l := jsonLog.Load(); l != nil {
+				l.Log(context.Background(), level, text, attrs...)
+				return
+			}
+		}
+		fmt.Fprintln(app.ErrWriter, text)
+	}
 	var interrupted atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, o.Signals...)
@@ -261,14 +281,14 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 		select {
 		case <-sigs:
 			interrupted.Store(true)
-			fmt.Fprintln(app.ErrWriter, "interrupted: stopping after the calls in flight (press Ctrl-C again to quit at once)")
+			notice(slog.LevelWarn, "interrupted: stopping after the calls in flight (press Ctrl-C again to quit at once)")
 			cancel()
 		case <-finished:
 			return
 		}
 		select {
 		case <-sigs:
-			fmt.Fprintln(app.ErrWriter, "interrupted again: quitting now")
+			notice(slog.LevelWarn, "interrupted again: quitting now")
 			groups.Kill()
 			if o.BeforeForcedExit != nil {
 				o.BeforeForcedExit()
@@ -278,9 +298,6 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 		}
 	}()
 	err := app.RunContext(ctx, flagsFirst(app, args))
-	if err != nil {
-		fmt.Fprintf(app.ErrWriter, "%s: error: %v\n", app.Name, err)
-	}
 	code := ExitCode(err)
 	if interrupted.Load() && (code == ExitOK || code == ExitFailed) {
 		// A step may have swallowed the cancellation (a status that
@@ -288,10 +305,17 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 		// it was asked, and a supervisor must not read it as success, nor
 		// as an ordinary failure to retry blindly. A refusal (2) or
 		// unknown state (3) keeps its own code: it says more.
-		if code == ExitOK {
-			fmt.Fprintf(app.ErrWriter, "%s: interrupted before it finished\n", app.Name)
+		code = ExitInterrupted
+		if err == nil {
+			notice(slog.LevelWarn, app.Name+": interrupted before it finished", "exit_code", code)
 		}
-		return ExitInterrupted
+	}
+	if err != nil {
+		if jsonLog != nil && jsonLog.Load() != nil {
+			notice(slog.LevelError, app.Name+" failed", "error", err.Error(), "exit_code", code)
+		} else {
+			notice(slog.LevelError, fmt.Sprintf("%s: error: %v", app.Name, err))
+		}
 	}
 	return code
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -200,6 +201,21 @@ func TestJSONLogs(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), `"msg":"hello","step":"y"`) || strings.Contains(errOut.String(), "detail") {
 		t.Errorf("json logs at info level: %q", errOut.String())
+	}
+	// Run's own notices are records too: a log shipper parses every line.
+	errOut.Reset()
+	app = testApp(t, &out, &errOut, &got, func(c *ucli.Context) error { return UnknownStateError(errors.New("the API server did not answer")) })
+	if code := Run(context.Background(), app, []string{"krops-test", "--log-format", "json"}, RunOptions{}); code != ExitUnknownState {
+		t.Fatalf("exit %d", code)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("not a JSON record: %q", line)
+		}
+	}
+	if !strings.Contains(errOut.String(), `"level":"ERROR","msg":"krops-test failed","error":"the API server did not answer"`) || !strings.Contains(errOut.String(), `"exit_code":3`) {
+		t.Errorf("the final error as a record: %q", errOut.String())
 	}
 	errOut.Reset()
 	app = testApp(t, &out, &errOut, &got, func(c *ucli.Context) error { Logger(c).Debug("detail"); return nil })
