@@ -173,7 +173,8 @@ func down(c *ucli.Context) error {
 		return err
 	}
 	defer l.Release()
-	return bootcluster.Down(c.Context, s.opts)
+	_, err = bootcluster.Down(c.Context, s.opts)
+	return err
 }
 
 // statusReport is bootcluster.Status plus what only the host knows.

@@ -343,7 +343,8 @@ func pivotAction(c *ucli.Context) error {
 			if err := ks.EngineNeeded(); err != nil {
 				return err
 			}
-			return bootcluster.Down(ctx, ks.Options)
+			_, err = bootcluster.Down(ctx, ks.Options)
+			return err
 		}
 	}
 	testHooks(&o)

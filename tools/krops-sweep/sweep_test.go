@@ -67,6 +67,17 @@ func TestDryRunThenSweepThenNoOp(t *testing.T) {
 		!strings.Contains(r.Stdout, "✔ account 123456789012, regions eu-north-1, eu-west-1") {
 		t.Errorf("dry run output:\n%s", r.Stdout)
 	}
+	// No allow-list in this configuration: said before anything is deleted.
+	if !strings.Contains(r.Stdout, "environments.aws.allowed-accounts is not set: this sweep acts on account 123456789012") {
+		t.Errorf("no warning about the missing allow-list:\n%s", r.Stdout)
+	}
+	allowed := strings.Replace(awstest.BootstrapTOML, "provider = \"aws\"\n", "provider = \"aws\"\nallowed-accounts = [\"123456789012\"]\n", 1)
+	if err := os.WriteFile(filepath.Join(f.dir, "allowed.toml"), []byte(allowed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.run(t, nil, "cloud", "aws", "--dry-run", "--config", "allowed.toml"); r.Code != 0 || strings.Contains(r.Stdout, "allowed-accounts is not set") {
+		t.Errorf("with the account allowed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 	// A teardown checks credentials and the account, not bootstrap quotas.
 	if strings.Contains(r.Stdout, "Elastic IPs") || strings.Contains(r.Stdout, "VPCs in") {
 		t.Errorf("a sweep printed bootstrap quota checks:\n%s", r.Stdout)

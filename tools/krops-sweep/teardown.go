@@ -85,17 +85,16 @@ func teardownAction(c *ucli.Context) error {
 		Progress: prog, Out: c.App.ErrWriter,
 		// Test-only: end the run at a step boundary, as a crash would.
 		StopAfter: os.Getenv("KROPS_TEST_TEARDOWN_STOP_AFTER"),
-		UninstallOperator: func(ctx context.Context, h teardown.Host) error {
-			_, err := helmrelease.Uninstall(helmrelease.Release{Kubeconfig: h.Kubeconfig, Context: h.Context, Name: "flux-operator", Namespace: boot.FluxNamespace})
-			return err
+		UninstallOperator: func(ctx context.Context, h teardown.Host) (bool, error) {
+			return helmrelease.Uninstall(helmrelease.Release{Kubeconfig: h.Kubeconfig, Context: h.Context, Name: "flux-operator", Namespace: boot.FluxNamespace})
 		},
-		DeleteKind: func(ctx context.Context) error {
+		DeleteKind: func(ctx context.Context) (bool, error) {
 			ks, err := kindsetup.Load(ctx, sel, prog, c.App.ErrWriter)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if err := ks.EngineNeeded(); err != nil {
-				return err
+				return false, err
 			}
 			return bootcluster.Down(ctx, ks.Options)
 		},

@@ -346,7 +346,7 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	if !s.kindDeleted() {
 		t.Errorf("kind was not deleted")
 	}
-	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"Cluster default/local-management"`, `"kind cluster (kind-mgmt)"`} {
+	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"Cluster default/local-management"`, `"kind cluster (kind-mgmt)"`, `"Secret default/sops-age"`} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("summary lacks %s:\n%s", want, r.Stdout)
 		}

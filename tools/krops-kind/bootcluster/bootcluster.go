@@ -191,20 +191,21 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 	return nil
 }
 
-// Down deletes the cluster; one that does not exist is a success.
-func Down(ctx context.Context, o Options) error {
+// Down deletes the cluster; one that does not exist is a success. deleted
+// says whether there was one, so a summary claims only what happened.
+func Down(ctx context.Context, o Options) (deleted bool, err error) {
 	exists, err := o.exists()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !exists {
 		o.Progress.Infof("kind cluster %s does not exist: nothing to delete", o.Name)
-		return kubecfg.Remove(o.Kubeconfig, o.Context)
+		return false, kubecfg.Remove(o.Kubeconfig, o.Context)
 	}
 	if err := o.Progress.Step(ctx, "deleting kind cluster "+o.Name, func(ctx context.Context) error { return o.delete(ctx) }); err != nil {
-		return err
+		return false, err
 	}
-	return kubecfg.Remove(o.Kubeconfig, o.Context)
+	return true, kubecfg.Remove(o.Kubeconfig, o.Context)
 }
 
 func (o Options) exists() (bool, error) {

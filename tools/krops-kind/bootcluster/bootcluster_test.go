@@ -292,8 +292,8 @@ func TestToolboxJoinsTheNetworkAndUsesTheInternalAddress(t *testing.T) {
 	if err := Up(context.Background(), f.opts, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := Down(context.Background(), f.opts); err != nil {
-		t.Fatal(err)
+	if deleted, err := Down(context.Background(), f.opts); err != nil || !deleted {
+		t.Fatalf("down of a cluster that exists: deleted %v, %v", deleted, err)
 	}
 	if strings.Join(nw.calls, ",") != "disconnect kind 3f2a9c1b7d0e" || !strings.HasSuffix(strings.Join(f.kind.calls, ","), "delete mgmt") {
 		t.Errorf("network %v, kind %v", nw.calls, f.kind.calls)
@@ -302,8 +302,8 @@ func TestToolboxJoinsTheNetworkAndUsesTheInternalAddress(t *testing.T) {
 
 func TestDownOfAMissingClusterSucceeds(t *testing.T) {
 	f := newFixture(t)
-	if err := Down(context.Background(), f.opts); err != nil {
-		t.Fatal(err)
+	if deleted, err := Down(context.Background(), f.opts); err != nil || deleted {
+		t.Fatalf("down of a missing cluster: deleted %v, %v", deleted, err)
 	}
 	if len(f.kind.calls) != 0 {
 		t.Errorf("calls: %v", f.kind.calls)

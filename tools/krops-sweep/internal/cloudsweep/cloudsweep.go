@@ -122,6 +122,13 @@ func (r *run) loadSweeper(ctx context.Context) (*sdk.Client, error) {
 // the scope; false when there is nothing to sweep.
 func (r *run) reportScope(inv inventory) bool {
 	r.pr.Successf("account %s, regions %s", inv.account, strings.Join(inv.regions, ", "))
+	// Without an allow-list the account is whichever the credentials
+	// select: a stale AWS_PROFILE sweeps the wrong account by evidence that
+	// holds there too. Said before anything is deleted, not refused: the
+	// list is optional.
+	if inv.account != "" && len(r.o.Environment.AllowedAccounts) == 0 {
+		r.pr.Warnf("environments.%s.allowed-accounts is not set: this sweep acts on account %s because the credentials select it; list the accounts this environment may touch to have any other refused", r.o.Environment.Name, inv.account)
+	}
 	for _, sus := range inv.suspects {
 		r.pr.Skippedf("not touched (suspect, not ours by evidence): %s", describe(sus))
 	}

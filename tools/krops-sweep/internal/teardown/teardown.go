@@ -97,9 +97,9 @@ type Options struct {
 	// CloudSweep runs the provider's sweep; nil when it has none.
 	CloudSweep func(ctx context.Context, dryRun bool) error
 	// UninstallOperator removes the flux-operator Helm release.
-	UninstallOperator func(ctx context.Context, h Host) error
-	// DeleteKind removes the kind cluster.
-	DeleteKind func(ctx context.Context) error
+	UninstallOperator func(ctx context.Context, h Host) (removed bool, err error)
+	// DeleteKind removes the kind cluster and says whether there was one.
+	DeleteKind func(ctx context.Context) (deleted bool, err error)
 	// ListContainers lists the self-managed management cluster's containers:
 	// those named exactly prefix or prefix-… on the host's engine.
 	ListContainers func(ctx context.Context, prefix string) ([]string, error)
@@ -466,7 +466,7 @@ func (r *run) loadBalancers(ctx context.Context) error {
 			if r.o.DryRun {
 				continue
 			}
-			if err := r.del(ctx, kustomizationsGVR, ns, name); err != nil {
+			if _, err := r.del(ctx, kustomizationsGVR, ns, name); err != nil {
 				return err
 			}
 			r.sum.Deleted = append(r.sum.Deleted, "Kustomization "+k)
@@ -565,7 +565,7 @@ func (r *run) deleteClusters(ctx context.Context) error {
 			if r.o.DryRun {
 				continue
 			}
-			if err := r.del(ctx, clustersGVR, r.o.Namespace, name); err != nil {
+			if _, err := r.del(ctx, clustersGVR, r.o.Namespace, name); err != nil {
 				return err
 			}
 			wait = append(wait, target{gvr: clustersGVR, ns: r.o.Namespace, name: name, kind: "Cluster"})
@@ -626,7 +626,7 @@ func (r *run) providers(ctx context.Context) error {
 				if r.o.DryRun {
 					continue
 				}
-				if err := r.del(ctx, gvr, u.GetNamespace(), u.GetName()); err != nil {
+				if _, err := r.del(ctx, gvr, u.GetNamespace(), u.GetName()); err != nil {
 					return err
 				}
 				wait = append(wait, target{gvr: gvr, ns: u.GetNamespace(), name: u.GetName(), kind: u.GetKind()})
@@ -646,7 +646,7 @@ func (r *run) providers(ctx context.Context) error {
 			if r.o.DryRun {
 				continue
 			}
-			if err := r.del(ctx, fluxInstancesGVR, u.GetNamespace(), u.GetName()); err != nil {
+			if _, err := r.del(ctx, fluxInstancesGVR, u.GetNamespace(), u.GetName()); err != nil {
 				return err
 			}
 			wait = append(wait, target{gvr: fluxInstancesGVR, ns: u.GetNamespace(), name: u.GetName(), kind: "FluxInstance"})
@@ -657,8 +657,12 @@ func (r *run) providers(ctx context.Context) error {
 		}
 		r.plan("uninstall Helm release %s/flux-operator", r.o.FluxNamespace)
 		if !r.o.DryRun && r.o.UninstallOperator != nil {
-			if err := r.o.UninstallOperator(ctx, r.host); err != nil {
+			removed, err := r.o.UninstallOperator(ctx, r.host)
+			if err != nil {
 				return err
+			}
+			if removed {
+				r.sum.Deleted = append(r.sum.Deleted, "Helm release "+r.o.FluxNamespace+"/flux-operator")
 			}
 		}
 		for _, s := range r.o.Secrets {
@@ -667,8 +671,12 @@ func (r *run) providers(ctx context.Context) error {
 			if r.o.DryRun {
 				continue
 			}
-			if err := r.del(ctx, schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, ns, name); err != nil {
+			found, err := r.del(ctx, schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, ns, name)
+			if err != nil {
 				return err
+			}
+			if found {
+				r.sum.Deleted = append(r.sum.Deleted, "Secret "+s)
 			}
 		}
 		return nil
@@ -694,20 +702,30 @@ func (r *run) removeHost(ctx context.Context) error {
 	if r.leftoverKind != nil && r.o.DeleteKind != nil {
 		// Its Flux is suspended and its Clusters were moved: it is what
 		// the pivot's last step would have deleted.
-		if err := r.o.DeleteKind(ctx); err != nil {
+		deleted, err := r.o.DeleteKind(ctx)
+		if err != nil {
 			return fmt.Errorf("deleting the kind cluster an unfinished pivot left (context %s): %w", r.leftoverKind.Context, err)
 		}
-		r.sum.Deleted = append(r.sum.Deleted, "kind cluster ("+r.leftoverKind.Context+"), left by an unfinished pivot")
+		if deleted {
+			r.sum.Deleted = append(r.sum.Deleted, "kind cluster ("+r.leftoverKind.Context+"), left by an unfinished pivot")
+		}
 	}
 	switch {
 	case !r.host.Management:
 		if r.o.DeleteKind == nil {
 			return nil
 		}
-		if err := r.o.DeleteKind(ctx); err != nil {
+		deleted, err := r.o.DeleteKind(ctx)
+		if err != nil {
 			return err
 		}
-		r.sum.Deleted = append(r.sum.Deleted, "kind cluster ("+r.host.Context+")")
+		if deleted {
+			r.sum.Deleted = append(r.sum.Deleted, "kind cluster ("+r.host.Context+")")
+		} else {
+			// It answered through its context but kind has no cluster of
+			// that name: the context pointed elsewhere, and is gone now.
+			r.sum.Skipped = append(r.sum.Skipped, "kind cluster: kind has none of that name (context "+r.host.Context+" removed)")
+		}
 		if r.mgmtDeleted {
 			if err := r.forgetManagement(); err != nil {
 				return err
@@ -765,15 +783,19 @@ func (r *run) forgetManagement() error {
 	return nil
 }
 
-// del deletes one object; NotFound is success.
-func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
+// del deletes one object; NotFound is success. found says whether there
+// was one to delete.
+func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (found bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
 	defer cancel()
-	err := r.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if err == nil || apierrors.IsNotFound(err) {
-		return nil
+	err = r.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
 	}
-	return &UnknownError{What: fmt.Sprintf("deleting %s %s/%s", gvr.Resource, ns, name), Err: err}
+	return false, &UnknownError{What: fmt.Sprintf("deleting %s %s/%s", gvr.Resource, ns, name), Err: err}
 }
 
 type target struct {
