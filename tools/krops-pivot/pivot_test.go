@@ -481,12 +481,42 @@ func TestPivotRefusesToLeaveAnObjectBehind(t *testing.T) {
 	ctx := w.ctx
 	close(w.nodes)
 	w.provisioned(t)
+
+	// Without a Flux Kustomization on kind nothing would ever create the
+	// management Cluster: refused at once, not after MGMT_READY_TIMEOUT.
+	ks := &unstructured.UnstructuredList{}
+	ks.SetGroupVersionKind(schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "KustomizationList"})
+	if err := w.kind.Client.List(ctx, ks, client.InNamespace("flux-system")); err != nil || len(ks.Items) == 0 {
+		t.Fatalf("the world's Kustomizations: %d, %v", len(ks.Items), err)
+	}
+	for i := range ks.Items {
+		if err := w.kind.Client.Delete(ctx, &ks.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	r := w.run(t, "MGMT_READY_TIMEOUT=10m")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "kind has no Flux Kustomization in flux-system, so nothing will create the management Cluster default/local-management") {
+		t.Fatalf("pivot with nothing seeded on kind: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if took := time.Since(start); took > 2*time.Minute {
+		t.Errorf("the refusal took %v: it waited instead of refusing", took)
+	}
+	for i := range ks.Items {
+		k := ks.Items[i].DeepCopy()
+		k.SetResourceVersion("")
+		k.SetUID("")
+		if err := w.kind.Client.Create(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	before := objects(t, ctx, w.kind)
 	key := client.ObjectKey{Namespace: "default", Name: "local-extra-control-plane"}
 	dangling := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: "local-extra-shim", UID: "00000000-0000-0000-0000-000000000001"}
 	editKCPOwners(t, ctx, w.kind, key, func(refs []metav1.OwnerReference) []metav1.OwnerReference { return append(refs, dangling) })
 
-	r := w.run(t)
+	r = w.run(t)
 	if r.Code != 2 || !strings.Contains(r.Stderr, "the move would leave behind, and deleting kind would lose: KubeadmControlPlane default/local-extra-control-plane") {
 		t.Fatalf("pivot with a dangling owner reference: exit %d\n%s", r.Code, r.Stderr)
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -204,6 +206,18 @@ func (r *run) connectTarget() error {
 // waitMgmtCluster waits for Flux to create the management Cluster on kind.
 func (r *run) waitMgmtCluster(ctx context.Context) error {
 	t := kubewait.Target{Resource: clustersGVR, Kind: "Cluster", Namespace: r.o.Namespace, Name: r.o.MgmtCluster, Exists: true}
+	// With no Kustomization on kind, nothing will ever create the Cluster:
+	// say so now rather than after the whole ready timeout.
+	ks, err := r.src.dyn.Resource(seed.Kustomizations).Namespace(r.o.FluxNamespace).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case err == nil && len(ks.Items) == 0:
+		return fmt.Errorf("%w: kind has no Flux Kustomization in %s, so nothing will create the management Cluster %s/%s: seed kind first (`krops-flux-seed`, or `task bootstrap`)",
+			ErrRefused, r.o.FluxNamespace, r.o.Namespace, r.o.MgmtCluster)
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("listing the Flux Kustomizations on kind: %w", err)
+	case err != nil:
+		return fmt.Errorf("%w: kind does not serve Flux Kustomizations (kustomize.toolkit.fluxcd.io): Flux is not installed there; seed kind first (`krops-flux-seed`, or `task bootstrap`)", ErrRefused)
+	}
 	return r.o.Progress.Wait(ctx, fmt.Sprintf("management Cluster %s/%s on kind (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
 		err := kubewait.All(ctx, kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout}, t)
 		return r.withFluxState(ctx, err, "Flux has not created it")
@@ -241,10 +255,32 @@ func (r *run) withFluxState(ctx context.Context, err error, what string) error {
 		blocked = append(blocked, s.String())
 	}
 	slices.Sort(blocked)
+	if !r.served(clustersGVR) {
+		return fmt.Errorf("%w (%s: kind does not serve Cluster API's %s %s; Flux has not installed Cluster API, see `flux get kustomizations` and the operator's providers)", err, what, clustersGVR.GroupVersion(), clustersGVR.Resource)
+	}
 	if len(blocked) == 0 {
 		return fmt.Errorf("%w (%s, and every Flux Kustomization in %s is Ready: is mgmt-cluster %q the name the tree uses?)", err, what, r.o.FluxNamespace, r.o.MgmtCluster)
 	}
 	return &BlockedError{Err: err, Blocked: blocked}
+}
+
+// served says whether kind's API server serves gvr, by discovery: a list
+// of a group the server lacks answers a plain-text 404 that no error check
+// recognises. A discovery that fails counts as served (nothing is claimed).
+func (r *run) served(gvr schema.GroupVersionResource) bool {
+	rl, err := r.src.kc.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	for _, res := range rl.APIResources {
+		if res.Name == gvr.Resource {
+			return true
+		}
+	}
+	return false
 }
 
 // BlockedError is a wait that ran out, with what blocked it.
