@@ -128,7 +128,7 @@ func finishedEarlier(ctx context.Context, sel *cli.Selected, run, stateRoot, kub
 	if err != nil || ks.Options.Kind == nil {
 		return false
 	}
-	names, err := ks.Options.Kind.List()
+	names, err := ks.Options.Kind.List(ctx)
 	if err != nil || slices.Contains(names, boot.KindCluster) {
 		return false
 	}

@@ -11,8 +11,10 @@ import (
 // without waiting for any cancellation to run its course: it kills these
 // first, so no engine CLI or wrapper child is left running.
 type Groups struct {
-	mu   sync.Mutex
-	pids map[int]struct{}
+	mu      sync.Mutex
+	pids    map[int]struct{}
+	killers map[int]func()
+	next    int
 }
 
 type groupsKey struct{}
@@ -44,11 +46,37 @@ func (g *Groups) remove(pid int) {
 	delete(g.pids, pid)
 }
 
-// Kill sends SIGKILL to every live group.
+// Kill sends SIGKILL to every live group and runs every registered killer.
 func (g *Groups) Kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for pid := range g.pids {
 		_ = signalGroup(pid, syscall.SIGKILL)
+	}
+	for _, k := range g.killers {
+		k()
+	}
+}
+
+// OnKill registers kill with ctx's Groups until the returned func is
+// called: for children a library starts itself (kind runs docker without a
+// context), which a forced exit must end as well.
+func OnKill(ctx context.Context, kill func()) (unregister func()) {
+	g, ok := ctx.Value(groupsKey{}).(*Groups)
+	if !ok {
+		return func() {}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.killers == nil {
+		g.killers = map[int]func(){}
+	}
+	g.next++
+	id := g.next
+	g.killers[id] = kill
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		delete(g.killers, id)
 	}
 }

@@ -1,5 +1,7 @@
-// Package procfs answers the two process questions the process-hygiene tests
-// ask (is it still running, what did it start) from Linux's /proc.
+// Package procfs answers process questions (is it still running, what did
+// it start, what does it run) from Linux's /proc, for the process-hygiene
+// tests and for stopping the engine commands kind starts. Elsewhere it
+// finds nothing.
 package procfs
 
 import (
@@ -69,6 +71,16 @@ func Cmdline(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// Comm is the name of the file pid executes (at most 15 bytes), or "" when
+// it is gone. Unlike argv[0] it names a script, not its interpreter.
+func Comm(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // Leftovers waits up to d for every descendant of the calling process to

@@ -23,14 +23,14 @@ import (
 
 // Kind is what krops needs of sigs.k8s.io/kind's cluster provider.
 type Kind interface {
-	List() ([]string, error)
+	List(ctx context.Context) ([]string, error)
 	// Create makes the cluster from a rendered v1alpha4 configuration and
 	// must not touch the user's kubeconfig.
-	Create(name string, config []byte) error
-	Delete(name string) error
+	Create(ctx context.Context, name string, config []byte) error
+	Delete(ctx context.Context, name string) error
 	// KubeConfig returns the cluster's kubeconfig; internal is the address
 	// inside the engine's kind network.
-	KubeConfig(name string, internal bool) (string, error)
+	KubeConfig(ctx context.Context, name string, internal bool) (string, error)
 }
 
 // Network is the engine's view of the kind network, used in the toolbox.
@@ -113,7 +113,7 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 	if err != nil {
 		return err
 	}
-	exists, err := o.exists()
+	exists, err := o.exists(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,8 +129,8 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 		exists = false
 	}
 	if !exists {
-		if err := o.Progress.Step(ctx, "creating kind cluster "+o.Name+" ("+o.NodeImage+")", func(context.Context) error {
-			if err := o.Kind.Create(o.Name, raw); err != nil {
+		if err := o.Progress.Step(ctx, "creating kind cluster "+o.Name+" ("+o.NodeImage+")", func(ctx context.Context) error {
+			if err := o.Kind.Create(ctx, o.Name, raw); err != nil {
 				return fmt.Errorf("creating kind cluster %s: %w", o.Name, err)
 			}
 			return nil
@@ -143,7 +143,7 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 			return err
 		}
 	}
-	kc, err := o.Kind.KubeConfig(o.Name, o.Toolbox)
+	kc, err := o.Kind.KubeConfig(ctx, o.Name, o.Toolbox)
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig of kind cluster %s: %w", o.Name, err)
 	}
@@ -194,7 +194,7 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 // Down deletes the cluster; one that does not exist is a success. deleted
 // says whether there was one, so a summary claims only what happened.
 func Down(ctx context.Context, o Options) (deleted bool, err error) {
-	exists, err := o.exists()
+	exists, err := o.exists(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -208,8 +208,8 @@ func Down(ctx context.Context, o Options) (deleted bool, err error) {
 	return true, kubecfg.Remove(o.Kubeconfig, o.Context)
 }
 
-func (o Options) exists() (bool, error) {
-	names, err := o.Kind.List()
+func (o Options) exists(ctx context.Context) (bool, error) {
+	names, err := o.Kind.List(ctx)
 	if err != nil {
 		return false, fmt.Errorf("listing kind clusters: %w", err)
 	}
@@ -235,7 +235,7 @@ func (o Options) delete(ctx context.Context) error {
 			}
 		}
 	}
-	if err := o.Kind.Delete(o.Name); err != nil {
+	if err := o.Kind.Delete(ctx, o.Name); err != nil {
 		return fmt.Errorf("deleting kind cluster %s: %w", o.Name, err)
 	}
 	return nil

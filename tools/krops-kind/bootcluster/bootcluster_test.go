@@ -38,7 +38,7 @@ type standInKind struct {
 	createErr            error
 }
 
-func (k *standInKind) List() ([]string, error) {
+func (k *standInKind) List(context.Context) ([]string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []string
@@ -48,7 +48,7 @@ func (k *standInKind) List() ([]string, error) {
 	return out, nil
 }
 
-func (k *standInKind) Create(name string, config []byte) error {
+func (k *standInKind) Create(_ context.Context, name string, config []byte) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.calls = append(k.calls, "create "+name)
@@ -60,7 +60,7 @@ func (k *standInKind) Create(name string, config []byte) error {
 	return nil
 }
 
-func (k *standInKind) Delete(name string) error {
+func (k *standInKind) Delete(_ context.Context, name string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.calls = append(k.calls, "delete "+name)
@@ -68,7 +68,7 @@ func (k *standInKind) Delete(name string) error {
 	return nil
 }
 
-func (k *standInKind) KubeConfig(name string, internal bool) (string, error) {
+func (k *standInKind) KubeConfig(_ context.Context, name string, internal bool) (string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.calls = append(k.calls, fmt.Sprintf("kubeconfig %s internal=%t", name, internal))

@@ -203,12 +203,12 @@ type Status struct {
 // Inspect reports the cluster without changing anything.
 func Inspect(ctx context.Context, o Options, timeout time.Duration) (Status, error) {
 	st := Status{Name: o.Name, Context: o.Context, Kubeconfig: o.Kubeconfig, Nodes: []NodeStatus{}}
-	exists, err := o.exists()
+	exists, err := o.exists(ctx)
 	if err != nil || !exists {
 		return st, err
 	}
 	st.Exists = true
-	kc, err := o.Kind.KubeConfig(o.Name, o.Toolbox)
+	kc, err := o.Kind.KubeConfig(ctx, o.Name, o.Toolbox)
 	if err != nil {
 		st.Problem = "reading its kubeconfig: " + err.Error()
 		return st, nil

@@ -2,20 +2,32 @@
 // provider, for Docker or Podman. It needs a running engine, so tests use a
 // stand-in; `krops-kind up` then `down` on a machine with Docker is its
 // whole exercise.
+//
+// kind runs the engine CLI itself, without a context (its exec package has
+// no way in), so a wedged engine would hold a call for ever and a signal to
+// krops alone would leave kind's docker running. Each call therefore runs
+// beside a watcher: a query returns when its context ends and the engine
+// commands kind started are stopped; every call registers those commands
+// with the run's process groups, so a forced exit ends them too.
 package kindlib
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
+	"github.com/kropsdev/krops/plugins/sdk/proc"
+	"github.com/kropsdev/krops/plugins/sdk/procfs"
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/log"
 )
 
 // Kind drives kind for one engine.
 type Kind struct {
-	p *cluster.Provider
+	p      *cluster.Provider
+	engine string
 }
 
 // New returns Kind for engine "docker" or "podman".
@@ -32,20 +44,26 @@ func New(engine string, logger log.Logger) (*Kind, error) {
 	if logger == nil {
 		logger = log.NoopLogger{}
 	}
-	return &Kind{p: cluster.NewProvider(opt, cluster.ProviderWithLogger(logger))}, nil
+	return &Kind{p: cluster.NewProvider(opt, cluster.ProviderWithLogger(logger)), engine: engine}, nil
 }
 
 // List names the kind clusters.
-func (k *Kind) List() ([]string, error) { return k.p.List() }
+func (k *Kind) List(ctx context.Context) ([]string, error) {
+	return query(ctx, k, "listing kind clusters", k.p.List)
+}
 
 // Create makes the cluster. kind always writes a kubeconfig; it gets a
 // scratch file, so the user's file changes only through kubecfg.Merge.
-func (k *Kind) Create(name string, config []byte) error {
+// A creation runs to its end on the first interrupt (kind removes a
+// cluster whose creation failed, and cut short it could not); a forced
+// exit stops it.
+func (k *Kind) Create(ctx context.Context, name string, config []byte) error {
 	scratch, err := scratchKubeconfig()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(filepath.Dir(scratch))
+	defer proc.OnKill(ctx, func() { k.stopChildren(syscall.SIGKILL) })()
 	return k.p.Create(name,
 		cluster.CreateWithRawConfig(config),
 		cluster.CreateWithKubeconfigPath(scratch),
@@ -55,18 +73,55 @@ func (k *Kind) Create(name string, config []byte) error {
 }
 
 // Delete removes the cluster (its scratch kubeconfig entry goes with it).
-func (k *Kind) Delete(name string) error {
+// Like Create, it runs to its end on the first interrupt.
+func (k *Kind) Delete(ctx context.Context, name string) error {
 	scratch, err := scratchKubeconfig()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(filepath.Dir(scratch))
+	defer proc.OnKill(ctx, func() { k.stopChildren(syscall.SIGKILL) })()
 	return k.p.Delete(name, scratch)
 }
 
 // KubeConfig returns the cluster's kubeconfig.
-func (k *Kind) KubeConfig(name string, internal bool) (string, error) {
-	return k.p.KubeConfig(name, internal)
+func (k *Kind) KubeConfig(ctx context.Context, name string, internal bool) (string, error) {
+	return query(ctx, k, "reading the kubeconfig of kind cluster "+name, func() (string, error) { return k.p.KubeConfig(name, internal) })
+}
+
+// query runs a read-only kind call that returns when ctx ends: whatever
+// engine command it was waiting on is stopped, and the call's goroutine
+// finishes on its own once that command is gone.
+func query[T any](ctx context.Context, k *Kind, what string, call func() (T, error)) (T, error) {
+	defer proc.OnKill(ctx, func() { k.stopChildren(syscall.SIGKILL) })()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := call()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		k.stopChildren(syscall.SIGTERM)
+		var zero T
+		return zero, fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+}
+
+// stopChildren signals this process's children that run the engine CLI:
+// the commands kind started. Other children (plugins, owned groups) are
+// not the engine's name and are left to their own handling.
+func (k *Kind) stopChildren(sig syscall.Signal) {
+	for _, pid := range procfs.Children(os.Getpid()) {
+		if procfs.Comm(pid) == k.engine {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
 }
 
 func scratchKubeconfig() (string, error) {

@@ -38,8 +38,8 @@ func New(base string) (*Kind, error) {
 }
 
 // List names the clusters the harness runs.
-func (k *Kind) List() ([]string, error) {
-	body, err := k.call(http.MethodGet, "/clusters", nil)
+func (k *Kind) List(ctx context.Context) ([]string, error) {
+	body, err := k.call(ctx, http.MethodGet, "/clusters", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -51,26 +51,26 @@ func (k *Kind) List() ([]string, error) {
 }
 
 // Create asks the harness for a cluster made from config.
-func (k *Kind) Create(name string, config []byte) error {
-	_, err := k.call(http.MethodPut, "/clusters/"+url.PathEscape(name), config)
+func (k *Kind) Create(ctx context.Context, name string, config []byte) error {
+	_, err := k.call(ctx, http.MethodPut, "/clusters/"+url.PathEscape(name), config)
 	return err
 }
 
 // Delete removes the cluster; a missing one is not an error, as with kind.
-func (k *Kind) Delete(name string) error {
-	_, err := k.call(http.MethodDelete, "/clusters/"+url.PathEscape(name), nil)
+func (k *Kind) Delete(ctx context.Context, name string) error {
+	_, err := k.call(ctx, http.MethodDelete, "/clusters/"+url.PathEscape(name), nil)
 	return err
 }
 
 // KubeConfig returns the cluster's kubeconfig (internal is accepted and
 // ignored: the harness has one network).
-func (k *Kind) KubeConfig(name string, internal bool) (string, error) {
-	body, err := k.call(http.MethodGet, "/clusters/"+url.PathEscape(name)+"/kubeconfig", nil)
+func (k *Kind) KubeConfig(ctx context.Context, name string, internal bool) (string, error) {
+	body, err := k.call(ctx, http.MethodGet, "/clusters/"+url.PathEscape(name)+"/kubeconfig", nil)
 	return string(body), err
 }
 
-func (k *Kind) call(method, path string, body []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(context.Background(), method, k.base+path, bytes.NewReader(body))
+func (k *Kind) call(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, k.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
