@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kropsdev/krops/plugins/sdk/procfs"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/kit/lock"
 	"github.com/kropsdev/krops/tools/testenv"
@@ -273,6 +274,66 @@ func TestBadNamesAndKubeconfigsAreRefused(t *testing.T) {
 		r := f.run(t, []string{"KUBECONFIG=" + path}, "preflight")
 		if r.Code != 2 || !strings.Contains(r.Stderr, "KUBECONFIG=") || !strings.Contains(r.Stderr, want) {
 			t.Errorf("preflight with KUBECONFIG=%s: exit %d, want 2 and %q\n%s", path, r.Code, want, r.Stderr)
+		}
+	}
+}
+
+// A supervisor's SIGINT reaches krops-kind alone, not its process group,
+// while the engine hangs behind a wrapper that started a child of its own.
+// The run stops at once, exits 130 (not 0: status did not read the
+// engine), and neither the wrapper nor its child is left running.
+func TestASupervisorsInterruptLeavesNoEngineProcess(t *testing.T) {
+	f := setup(t)
+	stand := filepath.Join(f.dir, "standin-bin")
+	pids := filepath.Join(f.dir, "engine.pids")
+	wrapper := "#!/bin/sh\nsleep 300 &\necho $$ $! >> " + pids + "\nwait\n"
+	if err := os.WriteFile(filepath.Join(stand, "docker"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(f.bin, "status")
+	cmd.Dir, cmd.Env = f.dir, append(append([]string{}, f.env...), "CONTAINER_ENGINE=docker")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as under a supervisor: no terminal group shares the signal
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var engine []int
+	for deadline := time.Now().Add(20 * time.Second); len(engine) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(pids); err == nil {
+			var w, c int
+			if _, err := fmt.Sscan(string(b), &w, &c); err == nil {
+				engine = []int{w, c}
+			}
+		}
+	}
+	if len(engine) == 0 {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the engine wrapper never ran:\n%s", out.String())
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("status ignored the interrupt:\n%s", out.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d after %v, want 130:\n%s", code, time.Since(start), out.String())
+	}
+	for _, pid := range engine {
+		alive := true
+		for deadline := time.Now().Add(5 * time.Second); alive && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			alive = procfs.Alive(pid)
+		}
+		if alive {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("engine process %d survived the interrupt", pid)
 		}
 	}
 }
