@@ -193,8 +193,8 @@ func TestAgainstMoto(t *testing.T) {
 		dead := "http://127.0.0.1:1" // nothing listens on port 1
 		c := load(t, m, dead, awstest.ProviderConfig(t))
 		err := c.Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
-		if !errors.Is(err, sdk.ErrUnknownState) || !strings.Contains(err.Error(), "could not read the AWS account") {
-			t.Fatalf("err = %v, want an unknown state naming the account lookup", err)
+		if !errors.Is(err, sdk.ErrUnknownState) || !strings.Contains(err.Error(), "could not reach the AWS endpoint "+dead+" (sts GetCallerIdentity): connection refused") {
+			t.Fatalf("err = %v, want an unknown state naming the endpoint and the account lookup", err)
 		}
 		// An endpoint that keeps failing gets 3 attempts, not the 10 a
 		// listing gets, so the user hears at once.
