@@ -255,32 +255,14 @@ func (r *run) withFluxState(ctx context.Context, err error, what string) error {
 		blocked = append(blocked, s.String())
 	}
 	slices.Sort(blocked)
-	if !r.served(clustersGVR) {
+	// A discovery that fails claims nothing either way.
+	if served, derr := kubewait.Served(r.src.kc.Discovery(), clustersGVR); derr == nil && !served {
 		return fmt.Errorf("%w (%s: kind does not serve Cluster API's %s %s; Flux has not installed Cluster API, see `flux get kustomizations` and the operator's providers)", err, what, clustersGVR.GroupVersion(), clustersGVR.Resource)
 	}
 	if len(blocked) == 0 {
 		return fmt.Errorf("%w (%s, and every Flux Kustomization in %s is Ready: is mgmt-cluster %q the name the tree uses?)", err, what, r.o.FluxNamespace, r.o.MgmtCluster)
 	}
 	return &BlockedError{Err: err, Blocked: blocked}
-}
-
-// served says whether kind's API server serves gvr, by discovery: a list
-// of a group the server lacks answers a plain-text 404 that no error check
-// recognises. A discovery that fails counts as served (nothing is claimed).
-func (r *run) served(gvr schema.GroupVersionResource) bool {
-	rl, err := r.src.kc.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	if err != nil {
-		return true
-	}
-	for _, res := range rl.APIResources {
-		if res.Name == gvr.Resource {
-			return true
-		}
-	}
-	return false
 }
 
 // BlockedError is a wait that ran out, with what blocked it.

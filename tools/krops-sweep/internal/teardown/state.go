@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/kropsdev/krops/tools/kit/kubewait"
 )
 
 // DefaultQueryTimeout bounds every Kubernetes query of a teardown.
@@ -53,7 +55,7 @@ func list(ctx context.Context, timeout time.Duration, dyn dynamic.Interface, dis
 	case meta.IsNoMatchError(err):
 		return nil, nil
 	case apierrors.IsNotFound(err) && disc != nil:
-		served, derr := servedByDiscovery(disc, gvr)
+		served, derr := kubewait.Served(disc, gvr)
 		if derr != nil {
 			return nil, &UnknownError{What: "listing " + what + " (and asking the API server whether it serves " + gvr.GroupVersion().String() + ")", Err: derr}
 		}
@@ -64,24 +66,6 @@ func list(ctx context.Context, timeout time.Duration, dyn dynamic.Interface, dis
 		return nil, nil
 	}
 	return nil, &UnknownError{What: "listing " + what, Err: err}
-}
-
-// servedByDiscovery reports whether the server serves gvr: false only when
-// discovery answers that the group/version is absent or lacks the resource.
-func servedByDiscovery(disc discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
-	rl, err := disc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	for _, r := range rl.APIResources {
-		if r.Name == gvr.Resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // notServed: the API server does not know the resource type at all, told
