@@ -61,7 +61,7 @@ func TestLocalHostLifecycle(t *testing.T) {
 	chain := l.bootstrap()
 	kindWithAFailingEngine(t, l, chain[:3])
 	lap("kind")
-	if got := strings.Join(l.kind.created, ","); got != "mgmt" {
+	if got := strings.Join(l.kind.created, ","); got != "krops-local-host" {
 		t.Fatalf("kind clusters created: %q, want mgmt", got)
 	}
 
@@ -70,10 +70,10 @@ func TestLocalHostLifecycle(t *testing.T) {
 	runID := l.runID(t)
 	pivotKilledAtEveryStep(t, l, chain[4])
 	lap("pivot")
-	if got := strings.Join(l.kind.deleted, ","); got != "mgmt" {
+	if got := strings.Join(l.kind.deleted, ","); got != "krops-local-host" {
 		t.Errorf("kind clusters deleted by the pivot: %q, want mgmt", got)
 	}
-	if _, err := os.Stat(filepath.Join(l.home, ".kube", "krops-mgmt.yaml")); err != nil {
+	if _, err := os.Stat(filepath.Join(l.home, ".kube", "krops-local-host-mgmt.yaml")); err != nil {
 		t.Errorf("the management cluster's kubeconfig: %v", err)
 	}
 	if got := l.targetRunID(t); got != runID {
@@ -86,8 +86,8 @@ func TestLocalHostLifecycle(t *testing.T) {
 	l.controllersTakeOver(t)
 	lap("controllers-take-over")
 	teardownLosingTheAPI(t, l)
-	if has, err := kubecfg.HasContext(filepath.Join(l.home, ".kube", "krops-mgmt.yaml"), "krops-mgmt"); err != nil || has {
-		t.Errorf("the teardown left context krops-mgmt behind (%v): the next bootstrap would stop on it", err)
+	if has, err := kubecfg.HasContext(filepath.Join(l.home, ".kube", "krops-local-host-mgmt.yaml"), "krops-local-host-mgmt"); err != nil || has {
+		t.Errorf("the teardown left context krops-local-host-mgmt behind (%v): the next bootstrap would stop on it", err)
 	}
 }
 
@@ -99,11 +99,11 @@ func bootstrapAgainIsRefused(t *testing.T, l *lifecycle, chain [][]string, runID
 	t.Helper()
 	for _, argv := range [][]string{chain[0], chain[2]} {
 		r := l.run(t, runOptions{}, argv...)
-		if r.Code != 2 || !strings.Contains(r.Stdout+r.Stderr, "run "+runID+" pivoted into the management cluster behind context krops-mgmt") {
+		if r.Code != 2 || !strings.Contains(r.Stdout+r.Stderr, "run "+runID+" pivoted into the management cluster behind context krops-local-host-mgmt") {
 			t.Errorf("%s after the pivot: exit %d, want 2 naming run %s\n%s\n%s", label(argv), r.Code, runID, r.Stdout, r.Stderr)
 		}
 	}
-	if got := strings.Join(l.kind.created, ","); got != "mgmt" {
+	if got := strings.Join(l.kind.created, ","); got != "krops-local-host" {
 		t.Errorf("kind clusters created: %q, want only the first bootstrap's mgmt", got)
 	}
 }
@@ -123,7 +123,7 @@ func kindWithAFailingEngine(t *testing.T, l *lifecycle, argv [][]string) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, "creating kind cluster mgmt") || !strings.Contains(r.Stderr, "exit status 125") {
 		t.Fatalf("krops-kind up with the engine failing: exit %d, want 1 naming the engine's error\n%s", r.Code, r.Stderr)
 	}
-	if l.kind.cluster("mgmt") != nil {
+	if l.kind.cluster("krops-local-host") != nil {
 		t.Fatal("a failed create left a kind cluster behind")
 	}
 	l.mustRun(t, runOptions{}, argv[2]...)
@@ -135,7 +135,7 @@ func kindWithAFailingEngine(t *testing.T, l *lifecycle, argv [][]string) {
 // controller is back the same command converges.
 func seedWithoutSourceController(t *testing.T, l *lifecycle, argv []string) {
 	t.Helper()
-	flux := l.kind.cluster("mgmt").flux
+	flux := l.kind.cluster("krops-local-host").flux
 	killed := false
 	r := l.run(t, runOptions{env: []string{"LOCAL_RECONCILE_TIMEOUT=20s"}, onEvent: func(ev event, _ *os.Process) {
 		if !killed && ev.Msg == "step started" && strings.HasPrefix(ev.Step, "FluxInstance") {
@@ -295,7 +295,7 @@ func (l *lifecycle) exists(t testing.TB, name string) bool {
 // runID is the run kind's krops-run ConfigMap records.
 func (l *lifecycle) runID(t testing.TB) string {
 	t.Helper()
-	return runIDOn(t, l.kind.cluster("mgmt").api)
+	return runIDOn(t, l.kind.cluster("krops-local-host").api)
 }
 
 func (l *lifecycle) targetRunID(t testing.TB) string {

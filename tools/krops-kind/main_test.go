@@ -94,7 +94,7 @@ func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
 	}
 	for _, want := range []string{"✗ container engine: no container engine answers: docker info", "podman info", "set CONTAINER_ENGINE", "ENGINE_SOCK",
 		"✔ KUBECONFIG: " + filepath.Join(f.dir, "kube", "config"), "✔ node image: docker.io/kindest/node:v1.37.0@sha256:",
-		"✔ earlier pivot: none (no context krops-mgmt in " + filepath.Join(f.dir, ".kube", "krops-mgmt.yaml") + ")"} {
+		"✔ earlier pivot: none (no context krops-local-host-mgmt in " + filepath.Join(f.dir, ".kube", "krops-local-host-mgmt.yaml") + ")"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("preflight output lacks %q:\n%s", want, r.Stdout)
 		}
@@ -117,11 +117,11 @@ func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
 func TestPreflightStopsNextToAnEarlierPivot(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
-	mgmt := testenv.APIServer(t, testenv.ClusterOptions{Name: "krops-mgmt"})
+	mgmt := testenv.APIServer(t, testenv.ClusterOptions{Name: "krops-local-host-mgmt"})
 	mgmt.CreateRunMetadata(t, ctx, "local-host-20261201t191333z")
 	env := []string{"MGMT_KUBECONFIG=" + mgmt.Kubeconfig}
 	r := f.run(t, env, "preflight")
-	want := "✗ earlier pivot: the management cluster holds an earlier pivot: run local-host-20261201t191333z pivoted into the management cluster behind context krops-mgmt in " + mgmt.Kubeconfig
+	want := "✗ earlier pivot: the management cluster holds an earlier pivot: run local-host-20261201t191333z pivoted into the management cluster behind context krops-local-host-mgmt in " + mgmt.Kubeconfig
 	if r.Code != 2 || !strings.Contains(r.Stdout, want) || !strings.Contains(r.Stdout, "task teardown ENV=local-host") {
 		t.Fatalf("exit %d, want 2 and %q:\n%s\n%s", r.Code, want, r.Stdout, r.Stderr)
 	}
@@ -130,8 +130,8 @@ func TestPreflightStopsNextToAnEarlierPivot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = f.run(t, env, "preflight")
-	if r.Code != 3 || !strings.Contains(r.Stdout, "✗ earlier pivot: the management cluster behind context krops-mgmt in "+mgmt.Kubeconfig+" does not answer") ||
-		!strings.Contains(r.Stdout, "config delete-context krops-mgmt") {
+	if r.Code != 3 || !strings.Contains(r.Stdout, "✗ earlier pivot: the management cluster behind context krops-local-host-mgmt in "+mgmt.Kubeconfig+" does not answer") ||
+		!strings.Contains(r.Stdout, "config delete-context krops-local-host-mgmt") {
 		t.Fatalf("exit %d, want 3 naming the context and how to forget it:\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
@@ -194,7 +194,7 @@ func TestConfigurationErrorsExit2(t *testing.T) {
 func TestASecondRunOnTheSameClusterIsRefused(t *testing.T) {
 	f := setup(t)
 	holder := exec.Command(os.Args[0], "-test.run=^$")
-	holder.Env = append(os.Environ(), "KROPS_KIND_TEST_HOLD=kind-mgmt", "XDG_STATE_HOME="+filepath.Join(f.dir, "state"))
+	holder.Env = append(os.Environ(), "KROPS_KIND_TEST_HOLD=kind-krops-local-host", "XDG_STATE_HOME="+filepath.Join(f.dir, "state"))
 	out, _ := holder.StdoutPipe()
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func TestASecondRunOnTheSameClusterIsRefused(t *testing.T) {
 	}
 	for _, cmd := range []string{"up", "down"} {
 		r := f.run(t, nil, cmd)
-		want := fmt.Sprintf("kind-mgmt is locked by another krops run (run first-run, pid %d, command \"krops-kind up local-host\"", holder.Process.Pid)
+		want := fmt.Sprintf("kind-krops-local-host is locked by another krops run (run first-run, pid %d, command \"krops-kind up local-host\"", holder.Process.Pid)
 		if r.Code != 2 || !strings.Contains(r.Stderr, want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", cmd, r.Code, r.Stderr, want)
 		}
@@ -227,7 +227,7 @@ func TestASecondRunOnTheSameClusterIsRefused(t *testing.T) {
 	}
 	_ = holder.Wait()
 	r = f.run(t, nil, "up")
-	if !strings.Contains(r.Stderr, "took over the lock of kind cluster mgmt from a run that is no longer running (run first-run") ||
+	if !strings.Contains(r.Stderr, "took over the lock of kind cluster krops-local-host from a run that is no longer running (run first-run") ||
 		!strings.Contains(r.Stderr, "no container engine answers") {
 		t.Errorf("after the holder died: exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -236,7 +236,7 @@ func TestASecondRunOnTheSameClusterIsRefused(t *testing.T) {
 func TestStatusWithoutAnEngine(t *testing.T) {
 	f := setup(t)
 	r := f.run(t, nil, "status")
-	if r.Code != 0 || !strings.Contains(r.Stdout, "kind cluster mgmt (context kind-mgmt)") || !strings.Contains(r.Stdout, "engine: none answers") ||
+	if r.Code != 0 || !strings.Contains(r.Stdout, "kind cluster krops-local-host (context kind-krops-local-host)") || !strings.Contains(r.Stdout, "engine: none answers") ||
 		!strings.Contains(r.Stdout, "locked by: nobody") {
 		t.Errorf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -335,5 +335,75 @@ func TestASupervisorsInterruptLeavesNoEngineProcess(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("engine process %d survived the interrupt", pid)
 		}
+	}
+}
+
+// Two environments on one machine: each has its own kind cluster, kind
+// context, lock and management kubeconfig by default, so a local-host
+// management cluster that holds a pivot stops local-host's bootstrap and
+// not staging's, and a run holding local-host's kind lock does not block
+// staging's.
+func TestTwoEnvironmentsSideBySide(t *testing.T) {
+	f := setup(t)
+	staging := testenv.Env{Name: "staging", Provider: "docker", MgmtCluster: "staging-management", InfraNamespace: "capd-system", InfraName: "docker"}
+	if err := os.WriteFile(filepath.Join(f.dir, "bootstrap.toml"), []byte(testenv.BootstrapTOML(testenv.LocalHost(), staging)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mgmt := testenv.APIServer(t, testenv.ClusterOptions{Name: "krops-local-host-mgmt"})
+	mgmt.CreateRunMetadataFor(t, ctx, "local-host-20261201t191333z", "local-host")
+	raw, err := os.ReadFile(mgmt.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := filepath.Join(f.dir, ".kube")
+	if err := os.MkdirAll(kube, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Where local-host's pivot writes it when MGMT_KUBECONFIG is unset.
+	if err := os.WriteFile(filepath.Join(kube, "krops-local-host-mgmt.yaml"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := f.run(t, nil, "preflight", "local-host")
+	if r.Code != 2 || !strings.Contains(r.Stdout, "✗ earlier pivot: the management cluster holds an earlier pivot: run local-host-20261201t191333z") {
+		t.Fatalf("local-host next to its own pivot: exit %d, want 2 and the earlier pivot\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = f.run(t, nil, "preflight", "staging")
+	if want := "✔ earlier pivot: none (no context krops-staging-mgmt in " + filepath.Join(kube, "krops-staging-mgmt.yaml") + ")"; !strings.Contains(r.Stdout, want) ||
+		strings.Contains(r.Stdout, "local-host-20261201t191333z") {
+		t.Errorf("staging next to local-host's pivot: want %q\n%s\n%s", want, r.Stdout, r.Stderr)
+	}
+
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), "KROPS_KIND_TEST_HOLD=kind-krops-local-host", "XDG_STATE_HOME="+filepath.Join(f.dir, "state"))
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "held" {
+		t.Fatalf("holder: %q", line)
+	}
+	type status struct {
+		Name    string       `json:"name"`
+		Context string       `json:"context"`
+		Lock    *lock.Holder `json:"lock_holder"`
+	}
+	got := map[string]status{}
+	for _, env := range []string{"local-host", "staging"} {
+		r := f.run(t, nil, "status", env, "--output", "json")
+		var st status
+		if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+			t.Fatalf("status %s: %v\n%s\n%s", env, err, r.Stdout, r.Stderr)
+		}
+		got[env] = st
+	}
+	if l, s := got["local-host"], got["staging"]; l.Name != "krops-local-host" || l.Context != "kind-krops-local-host" || l.Lock == nil ||
+		s.Name != "krops-staging" || s.Context != "kind-krops-staging" || s.Lock != nil {
+		t.Errorf("status per environment: %+v", got)
+	}
+	if r := f.run(t, nil, "up", "staging"); strings.Contains(r.Stderr, "is locked") || !strings.Contains(r.Stderr, "no container engine answers") {
+		t.Errorf("staging's up while local-host's lock is held: exit %d, %s", r.Code, r.Stderr)
 	}
 }

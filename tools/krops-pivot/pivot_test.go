@@ -251,7 +251,7 @@ func (w *world) checkMoved(t *testing.T, before map[string]map[string]any) {
 	}
 	// The kubeconfig export works and names the configured context.
 	b, err := os.ReadFile(envValue(w.env, "MGMT_KUBECONFIG"))
-	if err != nil || !strings.Contains(string(b), "current-context: krops-mgmt") || !strings.Contains(string(b), "server: "+strings.TrimSuffix(w.target.Config.Host, "/")+"\n") {
+	if err != nil || !strings.Contains(string(b), "current-context: krops-local-host-mgmt") || !strings.Contains(string(b), "server: "+strings.TrimSuffix(w.target.Config.Host, "/")+"\n") {
 		t.Errorf("MGMT_KUBECONFIG (%v):\n%s", err, b)
 	}
 	if fi, err := os.Stat(envValue(w.env, "MGMT_KUBECONFIG")); err != nil || fi.Mode().Perm() != 0o600 {

@@ -109,7 +109,7 @@ func newWorld(t *testing.T) *world {
 	crds := []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm, testenv.FluxOperator}
 	w := &world{nodes: make(chan struct{})}
 	w.skipInventory.Store("")
-	w.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", CRDs: crds, Webhooks: true})
+	w.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-krops-local-host", CRDs: crds, Webhooks: true})
 	w.target = testenv.APIServer(t, testenv.ClusterOptions{Name: "target", CRDs: crds, Webhooks: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -160,7 +160,7 @@ func newWorld(t *testing.T) *world {
 	host, port, _ := strings.Cut(reg.Host, ":")
 	home := t.TempDir()
 	w.env = []string{"PATH=" + w.engineDir + ":" + os.Getenv("PATH"), "HOME=" + home,
-		"KUBECONFIG=" + w.kind.Kubeconfig, "MGMT_KUBECONFIG=" + filepath.Join(home, ".kube", "krops-mgmt.yaml"),
+		"KUBECONFIG=" + w.kind.Kubeconfig, "MGMT_KUBECONFIG=" + filepath.Join(home, ".kube", "krops-local-host-mgmt.yaml"),
 		"BOOTSTRAP_CONFIG=" + filepath.Join(w.root, "bootstrap.toml"), "KROPS_PLUGIN_DIR=" + filepath.Dir(plugin),
 		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
 		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops", "LOCAL_RECONCILE_TIMEOUT=3m"}

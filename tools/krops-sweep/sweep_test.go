@@ -245,11 +245,11 @@ func TestTeardownWithASilentManagementClusterDeletesNothing(t *testing.T) {
 	t.Parallel() // its own API servers, moto, engine and directories
 	f := setup(t)
 	mgmt := filepath.Join(f.dir, "mgmt.yaml")
-	if err := testenv.WriteKubeconfig(&rest.Config{Host: "https://" + testenv.SilentEndpoint(t)}, "krops-mgmt", mgmt); err != nil {
+	if err := testenv.WriteKubeconfig(&rest.Config{Host: "https://" + testenv.SilentEndpoint(t)}, "krops-aws-mgmt", mgmt); err != nil {
 		t.Fatal(err)
 	}
 	r := f.run(t, []string{"KUBECONFIG=" + filepath.Join(f.dir, "no-kind.yaml"), "MGMT_KUBECONFIG=" + mgmt}, "aws", "--query-timeout", "3s")
-	if r.Code != 3 || !strings.Contains(r.Stderr, "reaching the management cluster behind context krops-mgmt") || !strings.Contains(r.Stdout+r.Stderr, "krops-sweep cloud aws") {
+	if r.Code != 3 || !strings.Contains(r.Stderr, "reaching the management cluster behind context krops-aws-mgmt") || !strings.Contains(r.Stdout+r.Stderr, "krops-sweep cloud aws") {
 		t.Fatalf("silent management cluster: exit %d, want 3\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	f.proxy.AssertNoMutation(t)

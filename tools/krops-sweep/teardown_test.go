@@ -40,7 +40,7 @@ var teardownConfig = testenv.BootstrapTOML(func() testenv.Env {
 	Tables: "[environments.azure.teardown]\nmanual = \"1. Delete the resource groups: az group delete --name <group> --yes\""})
 
 // teardownEngine is a STAND-IN for the docker CLI (no engine runs here):
-// it answers kind's listing of the "mgmt" cluster's node until `rm`
+// it answers kind's listing of the "krops-local-host" cluster's node until `rm`
 // removes it, lists local-host's management containers (and one whose name
 // only starts like them), and logs every call.
 const teardownEngine = `#!/bin/sh
@@ -51,12 +51,12 @@ info) exit 0 ;;
 ps)
 	case "$*" in
 	*"name=^local-management"*) [ -f "@DIR@/containers-removed" ] || printf 'local-management-lb\nlocal-management-control-plane-x1\nlocal-managementish\n' ;;
-	*"io.x-k8s.kind.cluster=mgmt"*) [ -f "@DIR@/deleted" ] || echo mgmt-control-plane ;;
-	*) [ -f "@DIR@/deleted" ] || echo mgmt ;;
+	*"io.x-k8s.kind.cluster=krops-local-host"*) [ -f "@DIR@/deleted" ] || echo krops-local-host-control-plane ;;
+	*) [ -f "@DIR@/deleted" ] || echo krops-local-host ;;
 	esac ;;
 rm)
 	case "$*" in
-	*mgmt-control-plane*) touch "@DIR@/deleted" ;;
+	*krops-local-host-control-plane*) touch "@DIR@/deleted" ;;
 	*krops-registry*) touch "@DIR@/containers-removed" ;;
 	esac ;;
 *) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
@@ -160,7 +160,7 @@ func newBaseWith(t *testing.T, config string, plugins []string, flux, stack bool
 	t.Helper()
 	s := &site{}
 	s.stuck.Store("")
-	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt", Webhooks: true,
+	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-krops-local-host", Webhooks: true,
 		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxOperator}})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -203,7 +203,7 @@ func newBaseWith(t *testing.T, config string, plugins []string, flux, stack bool
 		t.Fatal(err)
 	}
 	s.env = []string{"PATH=" + s.engineDir + ":" + os.Getenv("PATH"), "HOME=" + s.dir, "XDG_STATE_HOME=" + filepath.Join(s.dir, "state"),
-		"KROPS_PLUGIN_DIR=" + pluginDir, "KUBECONFIG=" + s.rec.Kubeconfig(t, "kind-mgmt"), "MGMT_KUBECONFIG=" + filepath.Join(s.dir, "no-mgmt.yaml"),
+		"KROPS_PLUGIN_DIR=" + pluginDir, "KUBECONFIG=" + s.rec.Kubeconfig(t, "kind-krops-local-host"), "MGMT_KUBECONFIG=" + filepath.Join(s.dir, "no-mgmt.yaml"),
 		"CLUSTER_DELETE_TIMEOUT=90s", "PROVIDER_DELETE_TIMEOUT=30s"}
 	return s
 }
@@ -346,7 +346,7 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	if !s.kindDeleted() {
 		t.Errorf("kind was not deleted")
 	}
-	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"Cluster default/local-management"`, `"kind cluster (kind-mgmt)"`, `"Secret default/sops-age"`} {
+	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"Cluster default/local-management"`, `"kind cluster (kind-krops-local-host)"`, `"Secret default/sops-age"`} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("summary lacks %s:\n%s", want, r.Stdout)
 		}
@@ -361,7 +361,7 @@ func TestTeardownGuards(t *testing.T) {
 	s := newSite(t)
 
 	// The lock of the kind cluster is held by a live process.
-	l, err := lock.Acquire(lock.Options{Dir: filepath.Join(s.dir, "state", "krops", "locks"), Name: "kind-mgmt", Holder: lock.Holder{RunID: "someone-else"}})
+	l, err := lock.Acquire(lock.Options{Dir: filepath.Join(s.dir, "state", "krops", "locks"), Name: "kind-krops-local-host", Holder: lock.Holder{RunID: "someone-else"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,9 +560,9 @@ func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
 	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	s.clusters(t, "local-management", "local-workload")
-	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	mgmt := s.rec.Kubeconfig(t, "krops-local-host-mgmt")
 	r := s.run(t, []string{"KUBECONFIG=" + filepath.Join(s.dir, "kind-is-gone.yaml"), "MGMT_KUBECONFIG=" + mgmt}, "local-host")
-	if r.Code != 0 || !strings.Contains(r.Stderr, "controller host: the management cluster (context krops-mgmt)") {
+	if r.Code != 0 || !strings.Contains(r.Stderr, "controller host: the management cluster (context krops-local-host-mgmt)") {
 		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if index(s.rec.Writes(), "DELETE", "/clusters/local-management") >= 0 {
@@ -580,8 +580,8 @@ func TestTeardownSelfManagedLocalHostRemovesItsContainers(t *testing.T) {
 		t.Errorf("container removals:\n%s\nwant:\n%s", strings.Join(rms, "\n"), strings.Join(want, "\n"))
 	}
 	// The next bootstrap must not find a context for a cluster that is gone.
-	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || has {
-		t.Errorf("context krops-mgmt is still in %s after its cluster's containers went (%v)", mgmt, err)
+	if has, err := kubecfg.HasContext(mgmt, "krops-local-host-mgmt"); err != nil || has {
+		t.Errorf("context krops-local-host-mgmt is still in %s after its cluster's containers went (%v)", mgmt, err)
 	}
 }
 
@@ -594,7 +594,7 @@ func TestTeardownSelfManagedWithoutItsContainersIsUnknownState(t *testing.T) {
 	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	s.clusters(t, "local-management", "local-workload")
-	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	mgmt := s.rec.Kubeconfig(t, "krops-local-host-mgmt")
 	// The stand-in engine lists no local-management containers from now on.
 	if err := os.WriteFile(filepath.Join(s.engineDir, "containers-removed"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -609,8 +609,8 @@ func TestTeardownSelfManagedWithoutItsContainersIsUnknownState(t *testing.T) {
 	if strings.Contains(string(log), "rm ") {
 		t.Errorf("containers were removed on unknown state:\n%s", log)
 	}
-	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || !has {
-		t.Errorf("context krops-mgmt was removed from %s although its cluster still answers (%v)", mgmt, err)
+	if has, err := kubecfg.HasContext(mgmt, "krops-local-host-mgmt"); err != nil || !has {
+		t.Errorf("context krops-local-host-mgmt was removed from %s although its cluster still answers (%v)", mgmt, err)
 	}
 }
 
@@ -626,7 +626,7 @@ func TestTeardownRefusesAnotherEnvironmentsHost(t *testing.T) {
 	s.kind.CreateRunMetadataFor(t, s.ctx, "aws-20261201t191333z", "aws")
 	s.kind.CreateYAML(t, s.ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: capa-system}\n")
 	s.kind.CreateYAML(t, s.ctx, "apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: InfrastructureProvider\nmetadata: {name: aws, namespace: capa-system}\nspec: {version: v2.10.0}\n")
-	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	mgmt := s.rec.Kubeconfig(t, "krops-local-host-mgmt")
 	env := []string{"KUBECONFIG=" + filepath.Join(s.dir, "kind-is-gone.yaml"), "MGMT_KUBECONFIG=" + mgmt}
 	for _, args := range [][]string{{"local-host", "--dry-run"}, {"local-host"}} {
 		r := s.run(t, env, args...)
@@ -642,8 +642,8 @@ func TestTeardownRefusesAnotherEnvironmentsHost(t *testing.T) {
 	if log, _ := os.ReadFile(filepath.Join(s.engineDir, "log")); strings.Contains(string(log), "rm ") {
 		t.Errorf("the refused teardown removed containers:\n%s", log)
 	}
-	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || !has {
-		t.Errorf("the refused teardown removed context krops-mgmt (%v)", err)
+	if has, err := kubecfg.HasContext(mgmt, "krops-local-host-mgmt"); err != nil || !has {
+		t.Errorf("the refused teardown removed context krops-local-host-mgmt (%v)", err)
 	}
 	// Without the label (run metadata from an earlier krops), the
 	// infrastructure provider is the evidence: aws's is refused too.
@@ -670,10 +670,10 @@ func TestTeardownRefusesAnotherEnvironmentsHost(t *testing.T) {
 // says the group is absent), so the teardown finishes and removes kind.
 func TestTeardownOfAKindWithoutClusterAPI(t *testing.T) {
 	t.Parallel() // its own API servers, moto, engine and directories
-	bare := testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-mgmt"})
+	bare := testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-krops-local-host"})
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	rec := testenv.NewAPIRecorder(t, bare.Config)
-	r := s.run(t, []string{"KUBECONFIG=" + rec.Kubeconfig(t, "kind-mgmt")}, "local-host")
+	r := s.run(t, []string{"KUBECONFIG=" + rec.Kubeconfig(t, "kind-krops-local-host")}, "local-host")
 	if r.Code != 0 || !s.kindDeleted() {
 		t.Fatalf("teardown of a kind without Cluster API: exit %d (kind deleted: %t), want 0\n%s\n%s", r.Code, s.kindDeleted(), r.Stdout, r.Stderr)
 	}
@@ -729,7 +729,7 @@ func TestTeardownAfterAnUnfinishedPivotRunsOnTheManagementCluster(t *testing.T) 
 	s.kind.CreateRunMetadata(t, s.ctx, "local-host-20261201t191333z")
 	// The same API server behind both contexts: kind's and the
 	// management cluster's; what tells them apart is the evidence.
-	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	mgmt := s.rec.Kubeconfig(t, "krops-local-host-mgmt")
 	r := s.run(t, []string{"MGMT_KUBECONFIG=" + mgmt}, "local-host", "--output", "json")
 	if r.Code != 0 || !strings.Contains(r.Stdout, `"controller_host": "the management cluster"`) {
 		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
@@ -744,10 +744,10 @@ func TestTeardownAfterAnUnfinishedPivotRunsOnTheManagementCluster(t *testing.T) 
 	if !strings.Contains(string(log), "rm -f -v local-management-lb") {
 		t.Errorf("the management cluster's containers were not removed:\n%s", log)
 	}
-	if has, err := kubecfg.HasContext(mgmt, "krops-mgmt"); err != nil || has {
-		t.Errorf("context krops-mgmt is still in %s (%v)", mgmt, err)
+	if has, err := kubecfg.HasContext(mgmt, "krops-local-host-mgmt"); err != nil || has {
+		t.Errorf("context krops-local-host-mgmt is still in %s (%v)", mgmt, err)
 	}
-	for _, want := range []string{"left by an unfinished pivot", "context krops-mgmt in " + mgmt} {
+	for _, want := range []string{"left by an unfinished pivot", "context krops-local-host-mgmt in " + mgmt} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, r.Stdout)
 		}
@@ -761,18 +761,18 @@ func TestTeardownStopsWhenKindAnswersAndTheManagementClusterDoesNot(t *testing.T
 	t.Parallel() // its own API servers, moto, engine and directories
 	s := newBase(t, teardownConfig, []string{"docker"}, false)
 	s.clusters(t, "local-management", "local-workload")
-	mgmt := s.rec.Kubeconfig(t, "krops-mgmt")
+	mgmt := s.rec.Kubeconfig(t, "krops-local-host-mgmt")
 	kc, err := clientcmd.LoadFromFile(mgmt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc.Clusters["krops-mgmt"].Server = "https://127.0.0.1:1"
+	kc.Clusters["krops-local-host-mgmt"].Server = "https://127.0.0.1:1"
 	if err := clientcmd.WriteToFile(*kc, mgmt); err != nil {
 		t.Fatal(err)
 	}
 	s.rec.Reset()
 	r := s.run(t, []string{"MGMT_KUBECONFIG=" + mgmt}, "local-host")
-	if r.Code != 3 || !strings.Contains(r.Stderr, "where an earlier pivot may have moved the Clusters") || !strings.Contains(r.Stderr, "config delete-context krops-mgmt") {
+	if r.Code != 3 || !strings.Contains(r.Stderr, "where an earlier pivot may have moved the Clusters") || !strings.Contains(r.Stderr, "config delete-context krops-local-host-mgmt") {
 		t.Fatalf("exit %d, want 3 naming the management context\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if w := s.rec.Writes(); len(w) != 0 || s.kindDeleted() {

@@ -43,5 +43,8 @@ func SelectEnvironment(c *ucli.Context) (*Selected, error) {
 	if err != nil {
 		return nil, UsageError(err)
 	}
+	if err := knobs.ForEnvironment(env.Name); err != nil {
+		return nil, UsageError(err)
+	}
 	return &Selected{Config: conf, Knobs: knobs, Environment: env, Lookup: lookup}, nil
 }

@@ -163,8 +163,16 @@ func TestPrecedenceDefaultsFileEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Bootstrap.KindCluster != "mgmt" || c.Bootstrap.KindContext != "kind-mgmt" || c.Bootstrap.RegistryName != "krops-registry" {
+	if c.Bootstrap.KindCluster != "krops-{env}" || c.Bootstrap.KindContext != "kind-krops-{env}" || c.Bootstrap.RegistryName != "krops-registry" ||
+		c.Bootstrap.MgmtContext != "krops-{env}-mgmt" {
 		t.Errorf("defaults not applied: %+v", c.Bootstrap)
+	}
+	// Selecting the environment resolves its names.
+	if _, err := c.SelectEnvironment("", "one"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Bootstrap.KindCluster != "krops-one" || c.Bootstrap.KindContext != "kind-krops-one" || c.Bootstrap.MgmtContext != "krops-one-mgmt" {
+		t.Errorf("names not resolved for environment one: %+v", c.Bootstrap)
 	}
 	// The file beats defaults.
 	body := strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nkind-cluster = \"boot\"\nregistry-name = \"reg\"", 1)
@@ -315,7 +323,7 @@ func TestProviderJSONCarriesEffectiveValuesWithFileKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"registry-name":"reg2"`, `"kind-context":"kind-mgmt"`, `"mgmt-cluster":"one-management"`, `"capi-workloads":["w"]`, `"teardown":{}`} {
+	for _, want := range []string{`"registry-name":"reg2"`, `"kind-cluster":"krops-one"`, `"kind-context":"kind-krops-one"`, `"mgmt-context":"krops-one-mgmt"`, `"mgmt-cluster":"one-management"`, `"capi-workloads":["w"]`, `"teardown":{}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %s", b, want)
 		}
@@ -362,5 +370,67 @@ func TestOnlyRegularBoundedFilesAreRead(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%s: Load blocked", path)
 		}
+	}
+}
+
+// Each environment resolves {env} to its own kind cluster, kind context and
+// management context, so two environments never share a cluster or a
+// kubeconfig context by default; a name without {env} is shared as written.
+func TestNamesPerEnvironment(t *testing.T) {
+	two := minimal + strings.NewReplacer("[environments.one]", "[environments.two]", "mgmt/one", "mgmt/two", "one-management", "two-management").Replace(minimal[strings.Index(minimal, "[environments.one]"):])
+	c, err := load(t, two, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Bootstrap{}
+	for _, env := range []string{"one", "two", "one"} {
+		if _, err := c.SelectEnvironment(env, ""); err != nil {
+			t.Fatal(err)
+		}
+		got[env] = c.Bootstrap
+	}
+	if got["one"].KindCluster != "krops-one" || got["two"].KindCluster != "krops-two" ||
+		got["one"].MgmtContext != "krops-one-mgmt" || got["two"].MgmtContext != "krops-two-mgmt" ||
+		got["two"].KindContext != "kind-krops-two" {
+		t.Errorf("resolved names: %+v", got)
+	}
+	// An override without {env} names one cluster, whichever environment.
+	c, err = load(t, two, map[string]string{"KROPS_KIND_CLUSTER": "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SelectEnvironment("two", ""); err != nil || c.Bootstrap.KindCluster != "shared" || c.Bootstrap.KindContext != "kind-shared" {
+		t.Errorf("override: %+v, %v", c.Bootstrap, err)
+	}
+}
+
+// A name template is checked as every environment resolves it, and an
+// unknown placeholder is refused naming the one krops knows.
+func TestNamePlaceholderErrors(t *testing.T) {
+	long := strings.Replace(minimal, "[environments.one]", "[environments."+strings.Repeat("e", 45)+"]", 1)
+	long = strings.Replace(long, `default-environment = "one"`, `default-environment = "`+strings.Repeat("e", 45)+`"`, 1)
+	cases := []struct {
+		name string
+		body string
+		env  map[string]string
+		want []string
+	}{
+		{"resolved name too long", long, nil, []string{"bootstrap.kind-cluster", `"krops-{env}" gives "krops-eeee`, "for environment eeee", "{env} stands for the environment's name"}},
+		{"unknown placeholder in a context", strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nmgmt-context = \"krops-{environment}\"", 1), nil, []string{"bootstrap.mgmt-context", "placeholder krops does not know", "{env}"}},
+		{"unknown placeholder from the environment", minimal, map[string]string{"BOOTSTRAP_KUBECONTEXT": "kind-{cluster}"}, []string{"BOOTSTRAP_KUBECONTEXT (which overrides bootstrap.kind-context", "placeholder"}},
+		{"control character in a context", strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nmgmt-context = \"a\\u0007b\"", 1), nil, []string{"bootstrap.mgmt-context", "control character"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.body, tc.env)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+		})
 	}
 }

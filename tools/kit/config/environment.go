@@ -10,7 +10,8 @@ import (
 // SelectEnvironment picks the environment a run works on: a non-empty
 // KROPS_PROFILE wins (so a mise environment layer cannot be overridden by a
 // stray argument), then the positional argument, then
-// bootstrap.default-environment.
+// bootstrap.default-environment. It resolves c.Bootstrap's names for it
+// (kind cluster, kind context, management context).
 func (c *Config) SelectEnvironment(profile, positional string) (*Environment, error) {
 	name, from := c.Bootstrap.DefaultEnvironment, "bootstrap.default-environment in "+c.Path
 	switch {
@@ -23,6 +24,7 @@ func (c *Config) SelectEnvironment(profile, positional string) (*Environment, er
 	if !ok {
 		return nil, fmt.Errorf("unknown environment %q (from %s): known environments are %s", name, from, c.knownEnvironments())
 	}
+	c.Bootstrap = c.names.ForEnvironment(name)
 	return &env, nil
 }
 

@@ -35,7 +35,7 @@ func KnobTable() []Knob {
 	return []Knob{
 		{"KROPS_PROFILE", "profile", "environment to work on; wins over the positional argument", "positional argument, then bootstrap.default-environment"},
 		{"BOOTSTRAP_CONFIG", "config", "path of the configuration file", DefaultFile + " in the working directory"},
-		{"KROPS_KIND_CLUSTER", "kind-cluster", "name of the kind bootstrap cluster (overrides bootstrap.kind-cluster)", "mgmt"},
+		{"KROPS_KIND_CLUSTER", "kind-cluster", "name of the kind bootstrap cluster (overrides bootstrap.kind-cluster)", "krops-<env>"},
 		{"BOOTSTRAP_KUBECONTEXT", "kind-context", "kubeconfig context of the kind cluster (overrides bootstrap.kind-context)", "kind-<kind cluster>"},
 		{"KROPS_REGISTRY_NAME", "registry-name", "container name of the local OCI registry (overrides bootstrap.registry-name)", "krops-registry"},
 		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
@@ -54,7 +54,7 @@ func KnobTable() []Knob {
 		{"BOOTSTRAP_PIVOT", "pivot", "1 pivots to the management cluster after bootstrap; anything else stops on kind", "1"},
 		{"PIVOT_SKIP_DELETE", "pivot-skip-delete", "1 keeps the kind cluster after a successful pivot", "0"},
 		{"KUBECONFIG", "kubeconfig", "kubeconfig file of the kind cluster, relative to the working directory", "~/.kube/config"},
-		{"MGMT_KUBECONFIG", "mgmt-kubeconfig", "kubeconfig file written for the management cluster, relative to the working directory", "~/.kube/krops-mgmt.yaml"},
+		{"MGMT_KUBECONFIG", "mgmt-kubeconfig", "kubeconfig file written for the management cluster, relative to the working directory", "~/.kube/krops-<env>-mgmt.yaml"},
 		{"MGMT_READY_TIMEOUT", "mgmt-ready-timeout", "how long the pivot waits for the management cluster", "environments.<env>.mgmt-ready-timeout"},
 		{"MGMT_POLL_INTERVAL", "mgmt-poll-interval", "interval of status reports while waiting for the management cluster (> 0)", "10s"},
 		{"AWS_ONLY", "aws-only", "1 makes teardown sweep the cloud only, leaving Kubernetes alone", "0"},
@@ -126,6 +126,33 @@ type Knobs struct {
 	OrphanReportJSON      string
 	// Run tags stay raw: the runmeta package owns their grammar.
 	RunID, RunTTL, Revision, RunKind string
+
+	// mgmtKubeconfigDefault is set when MGMT_KUBECONFIG was not given: its
+	// default names the environment (ForEnvironment fills it in).
+	mgmtKubeconfigDefault bool
+	home                  string
+}
+
+// DefaultMgmtKubeconfig is MGMT_KUBECONFIG's default for an environment:
+// one file per environment, so two environments' management clusters never
+// share (or overwrite) a kubeconfig.
+func DefaultMgmtKubeconfig(home, env string) string {
+	return filepath.Join(home, ".kube", "krops-"+env+"-mgmt.yaml")
+}
+
+// ForEnvironment completes the knobs whose defaults depend on the selected
+// environment (MGMT_KUBECONFIG) and checks them as ParseKnobs checks the
+// rest. Calling it again for another environment moves the default along.
+func (k *Knobs) ForEnvironment(env string) error {
+	if !k.mgmtKubeconfigDefault {
+		return nil
+	}
+	k.MgmtKubeconfig = DefaultMgmtKubeconfig(k.home, env)
+	var errs []error
+	checkFileKnob(func(name, v, want string) {
+		errs = append(errs, fmt.Errorf("%s=%q (the default for environment %s) is not valid: want %s", name, v, env, want))
+	}, "MGMT_KUBECONFIG", k.MgmtKubeconfig, MaxKubeconfigSize, parseKubeconfig)
+	return errors.Join(errs...)
 }
 
 // KnobOptions are the inputs ParseKnobs needs besides the values.
@@ -215,7 +242,7 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		Pivot:                 gate("BOOTSTRAP_PIVOT", true),
 		PivotSkipDelete:       gate("PIVOT_SKIP_DELETE", false),
 		Kubeconfig:            callerPathList(opts.WorkDir, str("KUBECONFIG", "")),
-		MgmtKubeconfig:        CallerPath(opts.WorkDir, str("MGMT_KUBECONFIG", filepath.Join(home, ".kube", "krops-mgmt.yaml"))),
+		MgmtKubeconfig:        CallerPath(opts.WorkDir, str("MGMT_KUBECONFIG", "")),
 		MgmtReadyTimeout:      dur("MGMT_READY_TIMEOUT", 0, true),
 		MgmtPollInterval:      dur("MGMT_POLL_INTERVAL", 10*time.Second, true),
 		AWSOnly:               gate("AWS_ONLY", false),
@@ -250,7 +277,12 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	for _, p := range filepath.SplitList(k.Kubeconfig) {
 		checkFileKnob(bad, "KUBECONFIG", p, MaxKubeconfigSize, parseKubeconfig)
 	}
-	checkFileKnob(bad, "MGMT_KUBECONFIG", k.MgmtKubeconfig, MaxKubeconfigSize, parseKubeconfig)
+	if k.MgmtKubeconfig != "" {
+		checkFileKnob(bad, "MGMT_KUBECONFIG", k.MgmtKubeconfig, MaxKubeconfigSize, parseKubeconfig)
+	} else {
+		k.mgmtKubeconfigDefault = true
+	}
+	k.home = home
 	checkFileKnob(bad, "AGE_KEY_FILE", k.AgeKeyFile, MaxAgeKeySize, nil)
 	port := uintKnob("REGISTRY_PORT", 5001, 16)
 	if port == 0 {

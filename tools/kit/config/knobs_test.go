@@ -23,11 +23,26 @@ func TestKnobDefaults(t *testing.T) {
 	want := Knobs{
 		RegistryPort: 5001, RegistryReadyRetries: 120, LocalReconcileTimeout: 15 * time.Minute,
 		GitHubUser: "git", AgeKeyFile: "/work/age.agekey", OCIRepository: "krops", OCITag: "latest",
-		Pivot: true, MgmtKubeconfig: "/home/u/.kube/krops-mgmt.yaml", MgmtPollInterval: 10 * time.Second,
+		Pivot: true, MgmtKubeconfig: "/home/u/.kube/krops-aws-mgmt.yaml", MgmtPollInterval: 10 * time.Second,
 		ClusterDeleteTimeout: 1200 * time.Second, ProviderDeleteTimeout: 300 * time.Second, OrphanMinAgeHours: 6,
+		mgmtKubeconfigDefault: true, home: "/home/u",
+	}
+	if err := k.ForEnvironment("aws"); err != nil {
+		t.Fatal(err)
 	}
 	if fmt.Sprintf("%+v", *k) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", *k, want)
+	}
+	// The default follows the environment; a value that was set does not.
+	if err := k.ForEnvironment("local-host"); err != nil || k.MgmtKubeconfig != "/home/u/.kube/krops-local-host-mgmt.yaml" {
+		t.Errorf("default for local-host: %q, %v", k.MgmtKubeconfig, err)
+	}
+	set, err := parseKnobs(t, map[string]string{"MGMT_KUBECONFIG": "/x/m.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.ForEnvironment("aws"); err != nil || set.MgmtKubeconfig != "/x/m.yaml" {
+		t.Errorf("a set MGMT_KUBECONFIG moved: %q, %v", set.MgmtKubeconfig, err)
 	}
 }
 
@@ -215,5 +230,28 @@ func TestEveryKnobIsMappedFlaggedAndDocumented(t *testing.T) {
 	}
 	if table["GITHUB_TOKEN"].Flag != "" {
 		t.Error("GITHUB_TOKEN must not be a flag: secrets never travel in argv")
+	}
+}
+
+// The environment's default MGMT_KUBECONFIG is checked like a set one: a
+// FIFO there is refused naming the knob and the environment, not opened.
+func TestDefaultMgmtKubeconfigIsChecked(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(DefaultMgmtKubeconfig(home, "aws"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := ParseKnobs(KnobOptions{Lookup: mapLookup(nil), WorkDir: home, Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.ForEnvironment("local-host"); err != nil {
+		t.Errorf("local-host's default is not the FIFO: %v", err)
+	}
+	err = k.ForEnvironment("aws")
+	if err == nil || !strings.Contains(err.Error(), "MGMT_KUBECONFIG") || !strings.Contains(err.Error(), "environment aws") || !strings.Contains(err.Error(), "named pipe") {
+		t.Errorf("FIFO default: %v", err)
 	}
 }

@@ -37,6 +37,9 @@ type Config struct {
 	// overriddenBy maps a file key an environment variable set to that
 	// variable, so a bad value is reported under the name the user typed.
 	overriddenBy map[string]string
+	// names are the [bootstrap] names as written, {env} placeholders
+	// intact: SelectEnvironment resolves Bootstrap from them.
+	names Bootstrap
 }
 
 // LoadOptions say where configuration comes from.
@@ -77,13 +80,13 @@ var overrideKeys = []struct{ env, key string }{
 func defaults() map[string]any {
 	return map[string]any{
 		"bootstrap.git-branch":        "main",
-		"bootstrap.kind-cluster":      "mgmt",
+		"bootstrap.kind-cluster":      "krops-" + EnvPlaceholder,
 		"bootstrap.registry-name":     "krops-registry",
 		"bootstrap.flux-namespace":    "flux-system",
 		"bootstrap.github-pat-secret": "flux-github-pat",
 		"bootstrap.sops-age-secret":   "sops-age",
 		"bootstrap.mgmt-namespace":    "default",
-		"bootstrap.mgmt-context":      "krops-mgmt",
+		"bootstrap.mgmt-context":      "krops-" + EnvPlaceholder + "-mgmt",
 	}
 }
 
@@ -215,7 +218,7 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 		env.Name = name
 		f.Environments[name] = env
 	}
-	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order, raw: k.Raw(), overriddenBy: overriddenBy}
+	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order, raw: k.Raw(), overriddenBy: overriddenBy, names: f.Bootstrap}
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -8,7 +8,7 @@ import (
 // ProviderJSON is what a provider plugin receives with Configure:
 // {"bootstrap": {...}, "environment": {...}, "teardown": {...}} with the
 // file's kebab-case key names and the effective values (defaults and
-// overrides applied).
+// overrides applied, names resolved for env).
 func (c *Config) ProviderJSON(env string) ([]byte, error) {
 	if _, ok := c.Environments[env]; !ok {
 		return nil, fmt.Errorf("unknown environment %q (known: %s)", env, c.knownEnvironments())
@@ -19,7 +19,12 @@ func (c *Config) ProviderJSON(env string) ([]byte, error) {
 			bootstrap[k] = v
 		}
 	}
-	bootstrap["kind-context"] = c.Bootstrap.KindContext
+	// The names as the environment resolves them ({env} replaced), and the
+	// derived kind context, which the file may not hold at all.
+	names := c.names.ForEnvironment(env)
+	bootstrap["kind-cluster"] = names.KindCluster
+	bootstrap["kind-context"] = names.KindContext
+	bootstrap["mgmt-context"] = names.MgmtContext
 	var environment any = map[string]any{}
 	if envs, ok := c.raw["environments"].(map[string]any); ok && envs[env] != nil {
 		environment = envs[env]

@@ -3,7 +3,10 @@
 // shares.
 package config
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // File is bootstrap.toml as written. Field tags are the file's kebab-case keys;
 // the same tags drive the unknown-key check, so a key added here is accepted
@@ -16,7 +19,10 @@ type File struct {
 	Environments map[string]Environment `koanf:"environments"`
 }
 
-// Bootstrap holds names shared by every environment.
+// Bootstrap holds the names every environment uses. KindCluster,
+// KindContext and MgmtContext may hold EnvPlaceholder; once an environment
+// is selected they hold its resolved names (krops-local-host, ...), so two
+// environments bootstrap side by side on one machine.
 type Bootstrap struct {
 	DefaultEnvironment string `koanf:"default-environment"`
 	GitBranch          string `koanf:"git-branch"`
@@ -29,6 +35,18 @@ type Bootstrap struct {
 	SOPSAgeSecret   string `koanf:"sops-age-secret"`
 	MgmtNamespace   string `koanf:"mgmt-namespace"`
 	MgmtContext     string `koanf:"mgmt-context"`
+}
+
+// EnvPlaceholder in bootstrap.kind-cluster, bootstrap.kind-context or
+// bootstrap.mgmt-context stands for the selected environment's name.
+const EnvPlaceholder = "{env}"
+
+// ForEnvironment returns b with EnvPlaceholder replaced by env.
+func (b Bootstrap) ForEnvironment(env string) Bootstrap {
+	b.KindCluster = strings.ReplaceAll(b.KindCluster, EnvPlaceholder, env)
+	b.KindContext = strings.ReplaceAll(b.KindContext, EnvPlaceholder, env)
+	b.MgmtContext = strings.ReplaceAll(b.MgmtContext, EnvPlaceholder, env)
+	return b
 }
 
 // Charts pins the Helm charts the imperative tools install before Flux takes

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/kropsdev/krops/tools/kit/duration"
 )
@@ -49,9 +50,30 @@ func (c *Config) validate() []error {
 	req("bootstrap.mgmt-context", b.MgmtContext)
 	// The kind cluster's name becomes container, network, context and lock
 	// names, and status prints it: a path or a newline there is refused
-	// before anything is named after it.
-	if b.KindCluster != "" && !kindName.MatchString(b.KindCluster) {
-		errs = append(errs, c.problem("bootstrap.kind-cluster", "%q is not a kind cluster name: use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 49 characters", b.KindCluster))
+	// before anything is named after it. A name with {env} is checked as
+	// every environment resolves it.
+	if b.KindCluster != "" {
+		for _, env := range c.placeholderEnvironments(b.KindCluster) {
+			name := strings.ReplaceAll(b.KindCluster, EnvPlaceholder, env)
+			if kindName.MatchString(name) {
+				continue
+			}
+			if name == b.KindCluster {
+				errs = append(errs, c.problem("bootstrap.kind-cluster", "%q is not a kind cluster name: use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 49 characters", b.KindCluster))
+			} else {
+				errs = append(errs, c.problem("bootstrap.kind-cluster", "%q gives %q for environment %s, which is not a kind cluster name: use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 49 characters (%s stands for the environment's name)", b.KindCluster, name, env, EnvPlaceholder))
+			}
+			break
+		}
+	}
+	for _, n := range []struct{ key, v string }{
+		{"bootstrap.kind-cluster", b.KindCluster}, {"bootstrap.kind-context", b.KindContext}, {"bootstrap.mgmt-context", b.MgmtContext},
+	} {
+		if rest := strings.ReplaceAll(n.v, EnvPlaceholder, ""); strings.ContainsAny(rest, "{}") {
+			errs = append(errs, c.problem(n.key, "%q has a placeholder krops does not know: the only one is %s, the environment's name", n.v, EnvPlaceholder))
+		} else if strings.ContainsFunc(n.v, unicode.IsControl) {
+			errs = append(errs, c.problem(n.key, "%q holds a control character: a context name is printed and written to kubeconfig files", n.v))
+		}
 	}
 	if b.RegistryName != "" && !kindName.MatchString(b.RegistryName) {
 		errs = append(errs, c.problem("bootstrap.registry-name", "%q is not a container name krops uses: use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 49 characters", b.RegistryName))
@@ -184,6 +206,15 @@ func (c *Config) validateEnvironment(env *Environment) []error {
 		req(k+".rds-instance", w.RDSInstance)
 	}
 	return errs
+}
+
+// placeholderEnvironments lists the environments a name must be checked
+// for: all of them when it holds EnvPlaceholder, else one (any) name.
+func (c *Config) placeholderEnvironments(v string) []string {
+	if !strings.Contains(v, EnvPlaceholder) || len(c.EnvironmentOrder) == 0 {
+		return []string{""}
+	}
+	return c.EnvironmentOrder
 }
 
 func (c *Config) knownEnvironments() string {
