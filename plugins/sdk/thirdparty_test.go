@@ -36,7 +36,7 @@ func TestAProviderInAModuleOfItsOwnConforms(t *testing.T) {
 	for _, args := range [][]string{{"mod", "tidy"}, {"vet", "./..."}, {"test", "-count=1", "-v", "-run", "TestConformance", "./..."}} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod"+raceFlag)
 		if out, err = cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %v in the third-party module: %v\n%s", args, err, out)
 		}

@@ -280,7 +280,7 @@ func buildBinaries(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	pkgs := []string{"../krops-kind", "../krops-flux-seed", "../krops-pivot", "../krops-sweep", "../../plugins/docker"}
-	args := append([]string{"build", "-tags", "krops_standin_kind", "-ldflags", "-s -w", "-o", dir + string(filepath.Separator)}, pkgs...)
+	args := append(append(append([]string{"build", "-tags", "krops_standin_kind"}, testenv.BuildFlags()...), "-o", dir+string(filepath.Separator)), pkgs...)
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", strings.Join(pkgs, " "), err, out)
 	}

@@ -24,12 +24,25 @@ func BuildBinary(t testing.TB, dir, name string) string {
 	return out
 }
 
-// goBuild links without the symbol table and DWARF (-s -w): linking is
-// most of a build whose packages are cached, and that halves it. Stack
-// traces keep their function names and lines (the runtime's own tables).
+// BuildFlags are the flags every `go build` a test runs passes: without the
+// symbol table and DWARF (-s -w: linking is most of a build whose packages
+// are cached, and that halves it; stack traces keep their function names
+// and lines from the runtime's own tables), and with -race when the test
+// binary itself has it. -race changes every package's build, so without it
+// a race test run compiled the whole dependency graph a second time for
+// the binaries it runs (minutes on a cold machine); with it the binaries
+// reuse the test build's packages, and report races of their own.
+func BuildFlags() []string {
+	if raceBuild {
+		return []string{"-race", "-ldflags=-s -w"}
+	}
+	return []string{"-ldflags=-s -w"}
+}
+
 func goBuild(t testing.TB, out, dir, name string) {
 	t.Helper()
-	if b, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", out, dir).CombinedOutput(); err != nil {
+	args := append(append([]string{"build"}, BuildFlags()...), "-o", out, dir)
+	if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("building %s from %s: %v\n%s", name, dir, err, b)
 	}
 }

@@ -41,8 +41,14 @@ func Build(t testing.TB, pkg, name string) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(sub, "krops-provider-"+name)
-	// Without symbol table and DWARF: the link is most of the time.
-	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", out, pkg)
+	// Without symbol table and DWARF: the link is most of the time. With
+	// -race when this test binary has it, so the plugin reuses the test
+	// build's packages instead of compiling its whole graph a second time.
+	args := []string{"build", "-ldflags=-s -w", "-o", out, pkg}
+	if raceBuild {
+		args = append([]string{"build", "-race"}, args[1:]...)
+	}
+	cmd := exec.Command("go", args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building plugin %s from %s: %v\n%s", name, pkg, err, b)
 	}

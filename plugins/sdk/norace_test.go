@@ -1,0 +1,5 @@
+//go:build !race
+
+package sdk_test
+
+const raceFlag = ""
