@@ -33,7 +33,7 @@ func main() {
 }
 
 var knobs = []string{
-	"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_KIND_CLUSTER", "BOOTSTRAP_KUBECONTEXT", "CONTAINER_ENGINE", "ENGINE_SOCK",
+	"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_KIND_CLUSTER", "BOOTSTRAP_KUBECONTEXT", "KROPS_KIND_NODE_IMAGE", "CONTAINER_ENGINE", "ENGINE_SOCK",
 	"KROPS_TOOLBOX", "KUBECONFIG", "KROPS_RUN_ID", "KROPS_PLUGIN_DIR",
 }
 
@@ -55,8 +55,9 @@ func newApp() *ucli.App {
 same settings), writes its context into KUBECONFIG, then runs the provider's after-kind-create hook and the
 environment's post-kind-create-task. krops-kind down deletes it. Each command also runs alone, for recovery.
 
-The cluster is named by bootstrap.kind-cluster (KROPS_KIND_CLUSTER overrides); its context is kind-<name> unless
-BOOTSTRAP_KUBECONTEXT is set. The node image is the kindest/node entry pinned in airgap/images.txt. The engine is
+The cluster is named by bootstrap.kind-cluster (KROPS_KIND_CLUSTER overrides; krops-<env> by default); its context
+is kind-<name> unless BOOTSTRAP_KUBECONTEXT is set. The node image is the kindest/node entry pinned in
+airgap/images.txt, or KROPS_KIND_NODE_IMAGE (a mirror's copy, or an image built locally). The engine is
 CONTAINER_ENGINE, else docker, else podman; its socket (ENGINE_SOCK overrides) is mounted into the node at
 /var/run/docker.sock for CAPD.
 
@@ -281,7 +282,7 @@ func preflight(c *ucli.Context) error {
 		}
 	}
 	check("KUBECONFIG", kubecfg.Writable(s.opts.Kubeconfig), s.opts.Kubeconfig)
-	check("node image", nil, s.opts.NodeImage+" (pinned in airgap/images.txt)")
+	check("node image", nil, s.opts.NodeImage+" ("+s.NodeImageFrom+")")
 	mo := s.mgmt()
 	switch f, err := pivoted.Look(c.Context, mo); {
 	case err != nil:

@@ -407,3 +407,25 @@ func TestTwoEnvironmentsSideBySide(t *testing.T) {
 		t.Errorf("staging's up while local-host's lock is held: exit %d, %s", r.Code, r.Stderr)
 	}
 }
+
+// KROPS_KIND_NODE_IMAGE replaces the inventory's pin (a mirror's copy, or
+// an image built locally, which has no registry digest): the preflight
+// names it and where it came from, even while the pin is pending; a value
+// that is not an image reference is exit 2 naming the variable.
+func TestNodeImageKnob(t *testing.T) {
+	f := setup(t)
+	if err := os.WriteFile(filepath.Join(f.dir, "airgap", "images.txt"), []byte("docker.io/kindest/node:v1.37.0 pending\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := f.run(t, []string{"KROPS_KIND_NODE_IMAGE=krops.local/kind-node:v1.37.2"}, "preflight")
+	if !strings.Contains(r.Stdout, "✔ node image: krops.local/kind-node:v1.37.2 (KROPS_KIND_NODE_IMAGE)") {
+		t.Errorf("preflight with a node image knob:\n%s\n%s", r.Stdout, r.Stderr)
+	}
+	if r := f.run(t, nil, "preflight"); r.Code != 2 || !strings.Contains(r.Stderr, "has no digest yet") {
+		t.Errorf("without the knob the pending pin is refused: exit %d\n%s", r.Code, r.Stderr)
+	}
+	r = f.run(t, []string{"KROPS_KIND_NODE_IMAGE=Not A/Reference::x"}, "status")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "KROPS_KIND_NODE_IMAGE=") || !strings.Contains(r.Stderr, "image reference") {
+		t.Errorf("bad node image: exit %d\n%s", r.Code, r.Stderr)
+	}
+}

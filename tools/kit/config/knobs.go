@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/kropsdev/krops/tools/kit/duration"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,6 +39,7 @@ func KnobTable() []Knob {
 		{"BOOTSTRAP_CONFIG", "config", "path of the configuration file", DefaultFile + " in the working directory"},
 		{"KROPS_KIND_CLUSTER", "kind-cluster", "name of the kind bootstrap cluster (overrides bootstrap.kind-cluster)", "krops-<env>"},
 		{"BOOTSTRAP_KUBECONTEXT", "kind-context", "kubeconfig context of the kind cluster (overrides bootstrap.kind-context)", "kind-<kind cluster>"},
+		{"KROPS_KIND_NODE_IMAGE", "node-image", "kind node image to run instead of the one pinned in airgap/images.txt (a private mirror's copy, or one built locally)", "the kindest/node entry of airgap/images.txt"},
 		{"KROPS_REGISTRY_NAME", "registry-name", "container name of the local OCI registry (overrides bootstrap.registry-name)", "krops-registry"},
 		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
 		{"REGISTRY_READY_RETRIES", "registry-ready-retries", "extra one-second attempts of the registry readiness probe", "120"},
@@ -97,7 +100,9 @@ func (s Secret) GoString() string { return s.String() }
 
 // Knobs are the parsed, validated knob values of one run.
 type Knobs struct {
-	Profile               string
+	Profile string
+	// NodeImage is empty when unset: the inventory's pin applies.
+	NodeImage             string
 	RegistryPort          uint16
 	RegistryReadyRetries  uint32
 	LocalReconcileTimeout time.Duration
@@ -227,6 +232,7 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	home := opts.Home
 	k := &Knobs{
 		Profile:               str("KROPS_PROFILE", ""),
+		NodeImage:             strings.TrimSpace(str("KROPS_KIND_NODE_IMAGE", "")),
 		RegistryReadyRetries:  uint32(uintKnob("REGISTRY_READY_RETRIES", 120, 32)),
 		LocalReconcileTimeout: dur("LOCAL_RECONCILE_TIMEOUT", 15*time.Minute, true),
 		ContainerEngine:       str("CONTAINER_ENGINE", ""),
@@ -289,6 +295,11 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		bad("REGISTRY_PORT", "0", "a port from 1 to 65535")
 	}
 	k.RegistryPort = uint16(port)
+	if k.NodeImage != "" {
+		if _, err := name.ParseReference(k.NodeImage); err != nil {
+			bad("KROPS_KIND_NODE_IMAGE", k.NodeImage, "an image reference such as registry.example.com/kindest/node:v1.37.0 ("+err.Error()+")")
+		}
+	}
 	switch k.ContainerEngine {
 	case "", "docker", "podman":
 	default:

@@ -29,6 +29,8 @@ type Setup struct {
 	// Engine is nil when no engine answered; EngineErr says why.
 	Engine    *engine.Engine
 	EngineErr error
+	// NodeImageFrom says where Options.NodeImage came from.
+	NodeImageFrom string
 }
 
 // Load builds the setup for the selected environment.
@@ -38,19 +40,16 @@ func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writ
 	if err != nil {
 		return nil, cli.UsageError(err)
 	}
-	images, err := sel.Config.RepoFile("airgap/images.txt", "airgap/images.txt")
-	if err != nil {
-		return nil, cli.UsageError(err)
+	// A mirror's copy or a locally built image replaces the pin; the
+	// cluster records it, so switching back is drift (--recreate).
+	nodeImage, nodeImageFrom := sel.Knobs.NodeImage, "KROPS_KIND_NODE_IMAGE"
+	if nodeImage == "" {
+		if nodeImage, err = pinnedNodeImage(sel); err != nil {
+			return nil, cli.UsageError(err)
+		}
+		nodeImageFrom = "pinned in airgap/images.txt"
 	}
-	raw, err := os.ReadFile(images)
-	if err != nil {
-		return nil, cli.UsageError(fmt.Errorf("reading the image inventory: %w", err))
-	}
-	nodeImage, err := kindcfg.NodeImage(raw, images)
-	if err != nil {
-		return nil, cli.UsageError(err)
-	}
-	s := &Setup{}
+	s := &Setup{NodeImageFrom: nodeImageFrom}
 	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
 	// Engine CLIs run in process groups of their own, so an interrupt
 	// ends a wrapper's children too (and a forced exit kills them).
@@ -89,6 +88,19 @@ func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writ
 		s.Options.Kind = k
 	}
 	return s, nil
+}
+
+// pinnedNodeImage is the kindest/node image airgap/images.txt pins.
+func pinnedNodeImage(sel *cli.Selected) (string, error) {
+	images, err := sel.Config.RepoFile("airgap/images.txt", "airgap/images.txt")
+	if err != nil {
+		return "", err
+	}
+	raw, err := os.ReadFile(images)
+	if err != nil {
+		return "", fmt.Errorf("reading the image inventory: %w", err)
+	}
+	return kindcfg.NodeImage(raw, images)
 }
 
 // EngineNeeded turns a failed detection into the error a user can act on.
