@@ -34,7 +34,7 @@ func standIn(t *testing.T, state string) ([]string, string) {
 	if err := os.WriteFile(filepath.Join(dir, "state"), []byte(state), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return []string{"PATH=" + dir + ":/usr/bin:/bin", "STANDIN_DIR=" + dir}, dir
+	return append([]string{"PATH=" + sdktest.PathWithoutEngines(t, "/usr/bin:/bin", dir), "STANDIN_DIR=" + dir}, sdktest.NoEngineEnv...), dir
 }
 
 func calls(t *testing.T, dir string) []string {

@@ -103,7 +103,7 @@ func newLifecycle(t testing.TB) *lifecycle {
 	host, port, _ := strings.Cut(reg.Host, ":")
 	l.engineDir = standInEngine(t, port, l.lb.Port)
 	l.env = []string{
-		"PATH=" + l.engineDir + ":" + os.Getenv("PATH"), "HOME=" + l.home, "XDG_STATE_HOME=" + filepath.Join(l.home, "state"),
+		"PATH=" + sdktest.PathWithoutEngines(t, "", l.engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + l.home, "XDG_STATE_HOME=" + filepath.Join(l.home, "state"),
 		"KUBECONFIG=" + filepath.Join(l.home, ".kube", "config"), "BOOTSTRAP_CONFIG=" + filepath.Join(l.root, "bootstrap.toml"),
 		"KROPS_PLUGIN_DIR=" + l.bin, "KROPS_STANDIN_KIND_URL=" + l.kind.URL,
 		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "BOOTSTRAP_PIVOT=1",

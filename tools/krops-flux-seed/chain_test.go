@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
 )
@@ -154,7 +155,7 @@ spec: {interval: 3s, url: oci://%s/krops, insecure: true, ref: {tag: latest}}
 	engineDir := standInEngine(t, u.Port())
 	bin := testenv.BuildBinary(t, ".", "krops-flux-seed")
 	host, port, _ := strings.Cut(reg.Host, ":")
-	env := []string{"PATH=" + engineDir + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + mgmt.Kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
+	env := []string{"PATH=" + sdktest.PathWithoutEngines(t, "", engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + t.TempDir(), "KUBECONFIG=" + mgmt.Kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
 		"BOOTSTRAP_CONFIG=" + filepath.Join(root, "bootstrap.toml"), "KROPS_PLUGIN_DIR=" + pluginDir,
 		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
 		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops", "LOCAL_RECONCILE_TIMEOUT=3m"}

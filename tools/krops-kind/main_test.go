@@ -76,8 +76,8 @@ func setup(t *testing.T) fixture {
 			t.Fatal(err)
 		}
 	}
-	f.env = []string{"PATH=" + stand + ":/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
-		"KROPS_PLUGIN_DIR=" + plugins, "KUBECONFIG=" + filepath.Join(dir, "kube", "config")}
+	f.env = append([]string{"PATH=" + sdktest.PathWithoutEngines(t, "/usr/bin:/bin", stand), "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+		"KROPS_PLUGIN_DIR=" + plugins, "KUBECONFIG=" + filepath.Join(dir, "kube", "config")}, sdktest.NoEngineEnv...)
 	return f
 }
 

@@ -159,7 +159,7 @@ func newWorld(t *testing.T) *world {
 	plugin := testenv.BuildBinary(t, "../../plugins/docker", "krops-provider-docker")
 	host, port, _ := strings.Cut(reg.Host, ":")
 	home := t.TempDir()
-	w.env = []string{"PATH=" + w.engineDir + ":" + os.Getenv("PATH"), "HOME=" + home,
+	w.env = []string{"PATH=" + sdktest.PathWithoutEngines(t, "", w.engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + home,
 		"KUBECONFIG=" + w.kind.Kubeconfig, "MGMT_KUBECONFIG=" + filepath.Join(home, ".kube", "krops-local-host-mgmt.yaml"),
 		"BOOTSTRAP_CONFIG=" + filepath.Join(w.root, "bootstrap.toml"), "KROPS_PLUGIN_DIR=" + filepath.Dir(plugin),
 		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",

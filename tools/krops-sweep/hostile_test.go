@@ -36,7 +36,7 @@ func newHostile(t *testing.T) hostile {
 	if err := os.WriteFile(filepath.Join(h.dir, "bootstrap.toml"), []byte(awstest.BootstrapTOML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.dir, "KROPS_PLUGIN_DIR=" + h.plugins}
+	h.env = []string{"PATH=" + sdktest.PathWithoutEngines(t, ""), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + h.dir, "KROPS_PLUGIN_DIR=" + h.plugins}
 	return h
 }
 

@@ -46,7 +46,7 @@ func setup(t *testing.T) fixture {
 	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
 	f.fp = awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 3})
 	f.proxy = testenv.NewFaultProxy(t, m.URL)
-	f.env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.dir, "KROPS_PLUGIN_DIR=" + plugins, "KROPS_AWS_POLL_INTERVAL=0"}, m.Environ(f.proxy.URL)...)
+	f.env = append([]string{"PATH=" + sdktest.PathWithoutEngines(t, ""), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + f.dir, "KROPS_PLUGIN_DIR=" + plugins, "KROPS_AWS_POLL_INTERVAL=0"}, m.Environ(f.proxy.URL)...)
 	return f
 }
 

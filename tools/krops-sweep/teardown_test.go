@@ -202,7 +202,7 @@ func newBaseWith(t *testing.T, config string, plugins []string, flux, stack bool
 	if err := os.WriteFile(filepath.Join(s.engineDir, "docker"), []byte(strings.ReplaceAll(teardownEngine, "@DIR@", s.engineDir)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.env = []string{"PATH=" + s.engineDir + ":" + os.Getenv("PATH"), "HOME=" + s.dir, "XDG_STATE_HOME=" + filepath.Join(s.dir, "state"),
+	s.env = []string{"PATH=" + sdktest.PathWithoutEngines(t, "", s.engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + s.dir, "XDG_STATE_HOME=" + filepath.Join(s.dir, "state"),
 		"KROPS_PLUGIN_DIR=" + pluginDir, "KUBECONFIG=" + s.rec.Kubeconfig(t, "kind-krops-local-host"), "MGMT_KUBECONFIG=" + filepath.Join(s.dir, "no-mgmt.yaml"),
 		"CLUSTER_DELETE_TIMEOUT=90s", "PROVIDER_DELETE_TIMEOUT=30s"}
 	return s

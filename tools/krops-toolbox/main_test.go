@@ -70,7 +70,7 @@ func newSite(t *testing.T, engines ...string) site {
 
 func (s site) run(t *testing.T, env []string, args ...string) (testenv.Result, []string, map[string]string) {
 	t.Helper()
-	base := []string{"PATH=" + s.engines + ":/usr/bin:/bin", "HOME=" + s.repo, "STANDIN_LOG=" + s.log}
+	base := append([]string{"PATH=" + sdktest.PathWithoutEngines(t, "/usr/bin:/bin", s.engines), "HOME=" + s.repo, "STANDIN_LOG=" + s.log}, sdktest.NoEngineEnv...)
 	r := testenv.RunBinary(t, s.repo, append(base, env...), s.bin, args...)
 	b, _ := os.ReadFile(s.log)
 	argv := strings.Split(strings.TrimSpace(string(b)), "\n")
