@@ -125,3 +125,16 @@ fi
 # time (minutes cold) to save seconds of checking.
 phase "krops-validate (mgmt/, workload/, airgap/)" go run -race ./tools/krops-validate
 phase "krops-airgap check (airgap/zarf.yaml)" go run -race ./tools/krops-airgap check
+
+# The real-engine lane only when asked: the cold CI budget cannot carry it
+# (docs/testing.md).
+real_lane() {
+	tools/realengine/engine.sh
+	tools/realengine/images.sh
+	local image
+	image="$(tools/realengine/nodeimage.sh | tail -1)"
+	(cd tools/e2e && KROPS_KIND_NODE_IMAGE="$image" go test -race -ldflags=-w -tags realengine -count=1 -timeout 30m -v -run '^TestRealEngine' .)
+}
+if [[ "${KROPS_REAL_ENGINE:-}" == 1 ]]; then
+	phase "the real-engine lane (KROPS_REAL_ENGINE=1)" real_lane
+fi
