@@ -76,17 +76,20 @@ mkdir -p "$bin"
 
 # --- the Debian base (debootstrap) -----------------------------------------
 base_tag="krops.local/realengine-base:$release-$(sha256sum <<<"$packages" | cut -c1-12)"
-build_base() {
-	local fs="$cache/rootfs-$release.tmp"
+base_tar="$cache/rootfs-${base_tag##*:}.tar"
+debootstrap_base() {
+	local fs="$cache/rootfs.tmp"
 	rm -rf "$fs"
 	debootstrap --variant=minbase --include="$packages" "$release" "$fs" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
 		{ tail -20 "$cache/debootstrap.log" >&2; exit 1; }
 	chroot "$fs" apt-get clean
 	rm -rf "$fs/var/lib/apt/lists"/* "$fs/var/cache/apt"/*
-	tar -C "$fs" -c . | docker import - "$base_tag" >/dev/null
+	tar -C "$fs" -cf "$base_tar.tmp" .
+	mv "$base_tar.tmp" "$base_tar"
 	rm -rf "$fs"
 }
-docker image inspect "$base_tag" >/dev/null 2>&1 || timed "debootstrap $release -> $base_tag" build_base
+[[ -f "$base_tar" ]] || timed "debootstrap $release" debootstrap_base
+docker image inspect "$base_tag" >/dev/null 2>&1 || timed "importing $base_tag" sh -c 'docker import - "$1" <"$2" >/dev/null' _ "$base_tag" "$base_tar"
 
 # --- programs built from the module proxy ----------------------------------
 gobin() { # gobin <dir> <env...> -- <go install args...>: into $bin/<dir> unless there
