@@ -501,7 +501,8 @@ func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
 		})
 		proxy.Forward(w, r)
 	}})
-	env := append([]string{"KROPS_AWS_POLL_INTERVAL=0"}, m.Environ(proxy.URL)...)
+	// The site's kind is named for local-host: name it for aws.
+	env := append([]string{"KROPS_AWS_POLL_INTERVAL=0", "KROPS_KIND_CLUSTER=krops-local-host"}, m.Environ(proxy.URL)...)
 	// Credentials or an endpoint that do not work are found before the
 	// first deletion: exit 3, nothing changed on kind.
 	r := s.run(t, append(append([]string{}, env...), "AWS_ENDPOINT_URL=http://127.0.0.1:1"), "aws")
@@ -547,7 +548,7 @@ hardware-release = true
 [environments.azure]`, 1)
 	s := newBase(t, config, []string{"talos"}, false)
 	s.clusters(t, "local-talos-management", "local-talos-workload")
-	r := s.run(t, nil, "local-talos")
+	r := s.run(t, []string{"KROPS_KIND_CLUSTER=krops-local-host"}, "local-talos") // the site's kind
 	if r.Code != 0 || s.exists(t, clusterGVK, "default", "local-talos-management") || s.exists(t, clusterGVK, "default", "local-talos-workload") || !s.kindDeleted() {
 		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
