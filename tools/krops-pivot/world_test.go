@@ -96,8 +96,8 @@ port) [ "$2" = local-management-lb ] || { echo "Error: No such container: $2" >&
 ps)
 	[ -f "$STANDIN_DIR/deleted" ] && exit 0
 	case "$*" in
-	*"io.x-k8s.kind.cluster=mgmt"*) echo mgmt-control-plane ;;
-	*) echo mgmt ;;
+	*"io.x-k8s.kind.cluster=krops-local-host"*) echo krops-local-host-control-plane ;;
+	*) echo krops-local-host ;;
 	esac ;;
 rm) touch "$STANDIN_DIR/deleted" ;;
 *) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
