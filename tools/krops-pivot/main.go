@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
@@ -352,6 +353,10 @@ func pivotAction(c *ucli.Context) error {
 		o.Log = logr.FromSlogHandler(cli.Logger(c).Handler())
 	}
 	clusterctllog.SetLogger(o.Log)
+	// clusterctl's clients are controller-runtime's, whose global logger,
+	// left unset, prints a warning with a stack trace into the run's output
+	// half a minute in (seen in every pivot that moved for that long).
+	ctrllog.SetLogger(o.Log)
 
 	err = pivot.Run(ctx, o)
 	if errors.Is(err, pivot.ErrRefused) {
