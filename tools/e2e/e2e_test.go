@@ -120,7 +120,7 @@ func kindWithAFailingEngine(t *testing.T, l *lifecycle, argv [][]string) {
 	l.kind.failCreates = 1
 	l.kind.mu.Unlock()
 	r := l.run(t, runOptions{}, argv[2]...)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "creating kind cluster mgmt") || !strings.Contains(r.Stderr, "exit status 125") {
+	if r.Code != 1 || !strings.Contains(r.Stderr, "creating kind cluster krops-local-host") || !strings.Contains(r.Stderr, "exit status 125") {
 		t.Fatalf("krops-kind up with the engine failing: exit %d, want 1 naming the engine's error\n%s", r.Code, r.Stderr)
 	}
 	if l.kind.cluster("krops-local-host") != nil {
