@@ -13,6 +13,8 @@ export GOWORK=off
 cache="${KROPS_REAL_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krops/realengine}"
 mkdir -p "$cache"
 distribution_version="${KROPS_REAL_ENGINE_DISTRIBUTION:-v3.1.2}"
+# The image's label carries this script's hash: a change here rebuilds it.
+script_key="$(sha256sum "$0" | cut -c1-12)"
 
 registry_image() {
 	local work="$cache/registry.tmp" bin="$cache/bin/registry-$distribution_version"
@@ -30,16 +32,16 @@ log: {fields: {service: registry}}
 storage:
   filesystem: {rootdirectory: /var/lib/registry}
   delete: {enabled: true}
-http: {addr: :5000}
+http: {addr: ":5000"}
 YAML
 	tar -C "$work/fs" -c . | docker import \
 		--change 'ENTRYPOINT ["/bin/registry"]' --change 'CMD ["serve", "/etc/distribution/config.yml"]' \
 		--change 'EXPOSE 5000' --change 'VOLUME ["/var/lib/registry"]' \
-		--change "LABEL krops.dev/stand-in=\"distribution $distribution_version built by tools/realengine/images.sh, not Docker Hub's registry:2\"" \
+		--change "LABEL krops.dev/stand-in=\"distribution $distribution_version built by tools/realengine/images.sh ($script_key), not Docker Hub's registry:2\"" \
 		- registry:2 >/dev/null
 	rm -rf "$work"
 }
-if [[ "$(docker image inspect -f '{{index .Config.Labels "krops.dev/stand-in"}}' registry:2 2>/dev/null)" != *"distribution $distribution_version"* ]]; then
+if [[ "$(docker image inspect -f '{{index .Config.Labels "krops.dev/stand-in"}}' registry:2 2>/dev/null)" != *"distribution $distribution_version built by tools/realengine/images.sh ($script_key)"* ]]; then
 	start=$SECONDS
 	echo "realengine: building registry:2 from distribution $distribution_version" >&2
 	registry_image
