@@ -159,7 +159,13 @@ func up(c *ucli.Context) error {
 		}
 		return f.CreateKindGuard(s.sel.Environment.Name, o)
 	}
-	return bootcluster.Up(c.Context, s.opts, c.Bool("recreate"))
+	err = bootcluster.Up(c.Context, s.opts, c.Bool("recreate"))
+	if errors.Is(err, bootcluster.ErrDrift) {
+		// A refusal: the cluster is kept as it is until the user asks for
+		// --recreate (found by the real-engine lane: this exited 1).
+		return cli.UsageError(err)
+	}
+	return err
 }
 
 // mgmt names the environment's management cluster, whose run metadata says
