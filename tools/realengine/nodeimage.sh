@@ -9,7 +9,7 @@
 #   containerd, runc,     the ARG lines of that kind version's
 #   crictl, CNI plugins,  images/base/Dockerfile (the node's own runtime:
 #   Debian release        the containerd users' nodes run)
-#   Kubernetes            tools/realengine/k8s/go.mod (k8s.io/kubernetes; the
+#   Kubernetes            tools/testbin/kindnode/go.mod (k8s.io/kubernetes; the
 #                         testbin's API server version)
 #   control-plane images  `kubeadm config images list` of that kubeadm
 # Every program is built from the Go module proxy (C only for runc's
@@ -57,8 +57,8 @@ crictl_version="$(arg CRICTL_VERSION)"
 cni_version="$(arg CNI_PLUGINS_VERSION)"
 base_image="$(arg BASE_IMAGE)"  # debian:trixie-slim
 release="$(need "$(sed -n 's/^debian:\([a-z]*\).*/\1/p' <<<"$base_image")" "the Debian release of $base_image")"
-k8s_version="$(modversion "$here/k8s" k8s.io/kubernetes)"
-k8s_dir="$(moddir "$here/k8s" k8s.io/kubernetes)"
+k8s_version="$(modversion "$root/tools/testbin/kindnode" k8s.io/kubernetes)"
+k8s_dir="$(moddir "$root/tools/testbin/kindnode" k8s.io/kubernetes)"
 minor="${k8s_version#v1.}"
 minor="${minor%%.*}"
 
@@ -124,7 +124,7 @@ build_k8s() {
 	rm -rf "$k8s_bin.tmp" && mkdir -p "$k8s_bin.tmp"
 	# The same flags as the testbin's kube-apiserver, so they share its
 	# compiled packages.
-	(cd "$here/k8s" && CGO_ENABLED=0 go build -trimpath -o "$k8s_bin.tmp/" \
+	(cd "$root/tools/testbin/kindnode" && CGO_ENABLED=0 go build -trimpath -o "$k8s_bin.tmp/" \
 		-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version" \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
 		k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl)

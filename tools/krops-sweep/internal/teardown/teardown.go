@@ -690,6 +690,9 @@ func (r *run) providers(ctx context.Context) error {
 func (r *run) removeHost(ctx context.Context) error {
 	if r.o.DryRun {
 		r.plan("remove the controller host %s once every Cluster is confirmed gone (%s)", r.host.Name, r.o.Policy.HostRemoval)
+		if !r.host.Management && r.o.Policy.HostRemoval == sdk.RemoveContainers && len(r.o.Policy.RemoveLast) > 0 {
+			r.plan("then remove %s", strings.Join(r.o.Policy.RemoveLast, ", "))
+		}
 		if r.leftoverKind != nil {
 			r.plan("delete the kind cluster (context %s) an unfinished pivot left", r.leftoverKind.Context)
 		}
@@ -725,6 +728,17 @@ func (r *run) removeHost(ctx context.Context) error {
 			// It answered through its context but kind has no cluster of
 			// that name: the context pointed elsewhere, and is gone now.
 			r.sum.Skipped = append(r.sum.Skipped, "kind cluster: kind has none of that name (context "+r.host.Context+" removed)")
+		}
+		// What the provider removes last (local-host's registry) goes
+		// with kind too: a bootstrap that stopped on kind made it
+		// (found by the real-engine lane: it stayed running).
+		if r.o.Policy.HostRemoval == sdk.RemoveContainers && len(r.o.Policy.RemoveLast) > 0 && r.o.RemoveContainers != nil {
+			if err := r.o.RemoveContainers(ctx, r.o.Policy.RemoveLast); err != nil {
+				return err
+			}
+			for _, n := range r.o.Policy.RemoveLast {
+				r.sum.Deleted = append(r.sum.Deleted, "container "+n)
+			}
 		}
 		if r.mgmtDeleted {
 			if err := r.forgetManagement(); err != nil {

@@ -1,4 +1,4 @@
-module github.com/kropsdev/krops/tools/realengine/k8s
+module github.com/kropsdev/krops/tools/testbin/kindnode
 
 go 1.26.0
 
