@@ -151,7 +151,7 @@ func uninterrupted(t *testing.T) []string {
 	}
 	t.Logf("pivot output:\n%s\n%s", r.Stdout, r.Stderr)
 	w.checkMoved(t, before)
-	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); !strings.Contains(string(log), "rm -f -v mgmt-control-plane") {
+	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); !strings.Contains(string(log), "rm -f -v krops-local-host-control-plane") {
 		t.Errorf("kind was not deleted; engine calls:\n%s", log)
 	}
 
@@ -464,7 +464,7 @@ func interrupted(t *testing.T) []string {
 	}
 	mustCode(t, "final run", w.run(t), 0)
 	w.checkMoved(t, before)
-	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); !strings.Contains(string(log), "rm -f -v mgmt-control-plane") {
+	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); !strings.Contains(string(log), "rm -f -v krops-local-host-control-plane") {
 		t.Errorf("kind was not deleted; engine calls:\n%s", log)
 	}
 	return sortedKeys(objects(t, ctx, w.target))

@@ -96,6 +96,10 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// A start that gave up (a loaded machine: "default namespace didn't
+		// register within deadline") leaves etcd and kube-apiserver
+		// running unless stopped here.
+		_ = env.Stop()
 		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
 	}
 	cl := &Cluster{Config: cfg, env: env}
