@@ -103,16 +103,16 @@ gobin() { # gobin <dir> <env...> -- <go install args...>: into $bin/<dir> unless
 	env GOBIN="$dir.tmp" GOFLAGS=-mod=mod "${envs[@]}" go install -trimpath "$@"
 	mv "$dir.tmp" "$dir"
 }
-timed "containerd $containerd_version" gobin "containerd-$containerd_version" CGO_ENABLED=1 -- \
+[[ -d "$bin/containerd-$containerd_version" ]] || timed "containerd $containerd_version" gobin "containerd-$containerd_version" CGO_ENABLED=1 -- \
 	-tags "no_aufs no_zfs no_btrfs no_devmapper" -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" \
 	"github.com/containerd/containerd/v2/cmd/containerd@$containerd_version" \
 	"github.com/containerd/containerd/v2/cmd/ctr@$containerd_version" \
 	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version"
-timed "runc $runc_version" gobin "runc-$runc_version" CGO_ENABLED=1 -- \
+[[ -d "$bin/runc-$runc_version" ]] || timed "runc $runc_version" gobin "runc-$runc_version" CGO_ENABLED=1 -- \
 	-tags seccomp -ldflags "-s -w -X main.version=${runc_version#v}" "github.com/opencontainers/runc@$runc_version"
-timed "crictl $crictl_version" gobin "crictl-$crictl_version" CGO_ENABLED=0 -- \
+[[ -d "$bin/crictl-$crictl_version" ]] || timed "crictl $crictl_version" gobin "crictl-$crictl_version" CGO_ENABLED=0 -- \
 	-ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" "sigs.k8s.io/cri-tools/cmd/crictl@$crictl_version"
-timed "CNI plugins $cni_version" gobin "cni-$cni_version" CGO_ENABLED=0 -- -ldflags "-s -w" \
+[[ -d "$bin/cni-$cni_version" ]] || timed "CNI plugins $cni_version" gobin "cni-$cni_version" CGO_ENABLED=0 -- -ldflags "-s -w" \
 	"github.com/containernetworking/plugins/plugins/ipam/host-local@$cni_version" \
 	"github.com/containernetworking/plugins/plugins/main/loopback@$cni_version" \
 	"github.com/containernetworking/plugins/plugins/main/ptp@$cni_version" \
@@ -142,7 +142,7 @@ coredns_version="v${coredns_image##*:v}"
 etcd_image="$(need "$(image_of etcd)" "the etcd image kubeadm names")"
 kubeadm_pause="$(need "$(image_of pause)" "the pause image kubeadm names")"
 sandbox_pause="$(need "$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$kind_dir/images/base/files/etc/containerd/config.toml")" "kind's sandbox_image")"
-timed "CoreDNS $coredns_version" gobin "coredns-$coredns_version" CGO_ENABLED=0 -- -ldflags "-s -w" "github.com/coredns/coredns@$coredns_version"
+[[ -d "$bin/coredns-$coredns_version" ]] || timed "CoreDNS $coredns_version" gobin "coredns-$coredns_version" CGO_ENABLED=0 -- -ldflags "-s -w" "github.com/coredns/coredns@$coredns_version"
 etcd_bin="$("$root/tools/testbin/install.sh" | tail -1)/etcd"
 
 # Everything the tag depends on.
