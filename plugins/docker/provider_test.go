@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -163,9 +164,12 @@ func TestKindConfigPivotEndpointAndTeardown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"localhost:5001\"]\n  endpoint = [\"http://krops-registry:5000\"]\n"
-	if len(kc.ContainerdConfigPatches) != 1 || kc.ContainerdConfigPatches[0] != want {
-		t.Errorf("kind config %q", kc.ContainerdConfigPatches)
+	// Through the real protocol: the mirror arrives as a mirror, and no
+	// containerd patch comes with it (a registry.mirrors patch would stop
+	// containerd beside the host's hosts directory).
+	want := []sdk.RegistryMirror{{Registry: "localhost:5001", Endpoints: []string{"http://krops-registry:5000"}}}
+	if len(kc.ContainerdConfigPatches) != 0 || !reflect.DeepEqual(kc.RegistryMirrors, want) {
+		t.Errorf("kind config: patches %q, mirrors %+v, want no patch and %+v", kc.ContainerdConfigPatches, kc.RegistryMirrors, want)
 	}
 	in, err := c.PivotInputs(ctx, sdk.PivotInputsRequest{})
 	if err != nil {

@@ -149,7 +149,11 @@ func (c *Client) KindConfig(ctx context.Context) (KindConfig, error) {
 	if err != nil {
 		return KindConfig{}, c.wrap("KindConfig", err)
 	}
-	return KindConfig{ContainerdConfigPatches: resp.GetContainerdConfigPatches()}, nil
+	kc := KindConfig{ContainerdConfigPatches: resp.GetContainerdConfigPatches()}
+	for _, m := range resp.GetRegistryMirrors() {
+		kc.RegistryMirrors = append(kc.RegistryMirrors, RegistryMirror{Registry: m.GetRegistry(), Endpoints: m.GetEndpoints()})
+	}
+	return kc, nil
 }
 
 // Hook runs the plugin's hook for phase. A plugin that declares hooks but not

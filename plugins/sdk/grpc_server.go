@@ -125,7 +125,11 @@ func (s *grpcServer) KindConfig(ctx context.Context, _ *pb.KindConfigRequest) (*
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.KindConfigResponse{ContainerdConfigPatches: kc.ContainerdConfigPatches}, nil
+	resp := &pb.KindConfigResponse{ContainerdConfigPatches: kc.ContainerdConfigPatches}
+	for _, m := range kc.RegistryMirrors {
+		resp.RegistryMirrors = append(resp.RegistryMirrors, &pb.RegistryMirror{Registry: m.Registry, Endpoints: m.Endpoints})
+	}
+	return resp, nil
 }
 
 func (s *grpcServer) Hook(ctx context.Context, req *pb.HookRequest) (*pb.HookResponse, error) {

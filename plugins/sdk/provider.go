@@ -110,7 +110,20 @@ type Check struct {
 // KindConfig is a provider's contribution to the kind cluster config.
 type KindConfig struct {
 	// ContainerdConfigPatches are TOML snippets for the nodes' containerd.
+	// Not for registry mirrors: the host refuses a patch with a
+	// `registry.mirrors` or `registry.configs` table (containerd refuses it
+	// beside the hosts directory the host configures).
 	ContainerdConfigPatches []string
+	// RegistryMirrors send a registry's pulls to other endpoints.
+	RegistryMirrors []RegistryMirror
+}
+
+// RegistryMirror sends image pulls for Registry ("docker.io",
+// "localhost:5001") to Endpoints (http:// or https:// URLs, no
+// credentials), tried in order before the registry itself.
+type RegistryMirror struct {
+	Registry  string
+	Endpoints []string
 }
 
 // HookRequest is the input of a hook.

@@ -64,6 +64,12 @@ func TestLocalHostLifecycle(t *testing.T) {
 	if got := strings.Join(l.kind.created, ","); got != "krops-local-host" {
 		t.Fatalf("kind clusters created: %q, want mgmt", got)
 	}
+	// The node's containerd sends localhost:<port> to the registry
+	// container (the real lane proves the pull itself).
+	hosts, ok := l.kind.nodeFile("krops-local-host", "/etc/containerd/certs.d/localhost:"+l.registryPort+"/hosts.toml")
+	if !ok || !strings.Contains(hosts, `[host."http://krops-registry:5000"]`) {
+		t.Errorf("the kind node's mirror for the local registry (found: %t):\n%s", ok, hosts)
+	}
 
 	seedWithoutSourceController(t, l, chain[3])
 	lap("seed")

@@ -60,7 +60,10 @@ type lifecycle struct {
 	target                     *testenv.Cluster
 	lb                         *mgmtLoadBalancer
 	seedFlags, pivotFlags      []string
-	ctx                        context.Context
+	// registryPort is the loopback registry's, which REGISTRY_PORT passes
+	// to the docker provider.
+	registryPort string
+	ctx          context.Context
 }
 
 func newLifecycle(t testing.TB) *lifecycle {
@@ -101,6 +104,7 @@ func newLifecycle(t testing.TB) *lifecycle {
 		"--cert-manager-repository", charts, "--capi-operator-repository", charts, "--provider-timeout", "3m", "--node-timeout", "2m"}
 
 	host, port, _ := strings.Cut(reg.Host, ":")
+	l.registryPort = port
 	l.engineDir = standInEngine(t, port, l.lb.Port)
 	l.env = []string{
 		"PATH=" + sdktest.PathWithoutEngines(t, "", l.engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + l.home, "XDG_STATE_HOME=" + filepath.Join(l.home, "state"),

@@ -26,8 +26,29 @@ import (
 // realEnv is what the lane's binaries run with: the machine's PATH (the real
 // docker), a home of its own, the repository's bootstrap.toml.
 type realEnv struct {
-	bin, home string
-	env       []string
+	bin, home, repo string
+	env             []string
+}
+
+// withMirrors returns a BOOTSTRAP_CONFIG setting for the repository's
+// bootstrap.toml with extra appended, in a directory whose trees link to
+// the repository's (relative paths resolve as they do in the checkout).
+func (r *realEnv) withMirrors(t *testing.T, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"mgmt", "workload", "airgap"} {
+		if err := os.Symlink(filepath.Join(r.repo, d), filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, err := os.ReadFile(filepath.Join(r.repo, "bootstrap.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bootstrap.toml"), append(base, []byte("\n"+extra)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "BOOTSTRAP_CONFIG=" + filepath.Join(dir, "bootstrap.toml")
 }
 
 func newRealEnv(t *testing.T) *realEnv {
@@ -45,7 +66,7 @@ func newRealEnv(t *testing.T) *realEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &realEnv{bin: t.TempDir(), home: t.TempDir()}
+	r := &realEnv{bin: t.TempDir(), home: t.TempDir(), repo: repo}
 	args := append(append([]string{"build"}, testenv.BuildFlags()...), "-o", r.bin+string(filepath.Separator), "../krops-kind", "../krops-sweep", "../../plugins/docker")
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("building the release binaries: %v\n%s", err, out)
@@ -100,7 +121,10 @@ func TestRealEngineKindAndRegistry(t *testing.T) {
 	}
 	volumesBefore := engine(t, "volume", "ls", "-q")
 
-	up, took := r.run(t, nil, "krops-kind", "up", "local-host")
+	// A user's mirror for docker.io, pointed at the local registry: the
+	// node must fetch docker.io/library/... from it.
+	mirrored := r.withMirrors(t, "[[mirrors]]\nregistry = \"docker.io\"\nendpoints = [\"http://"+registry+":5000\"]\n")
+	up, took := r.run(t, []string{mirrored}, "krops-kind", "up", "local-host")
 	if up.Code != 0 {
 		t.Fatalf("krops-kind up: exit %d after %v\n%s\n%s", up.Code, took, up.Stdout, up.Stderr)
 	}
@@ -131,20 +155,36 @@ func TestRealEngineKindAndRegistry(t *testing.T) {
 	t.Logf("node runtime: %s", engine(t, "exec", node, "containerd", "--version"))
 	// Any image will do as the probe: the registry's own, pushed under a
 	// new name (the engine treats 127.0.0.1 registries as plain HTTP).
-	engine(t, "tag", "registry:2", "localhost:5001/krops-lane/probe:1")
-	engine(t, "push", "localhost:5001/krops-lane/probe:1")
-	_ = exec.Command("docker", "rmi", "localhost:5001/krops-lane/probe:1").Run()
-	if out, err := exec.Command("docker", "exec", node, "crictl", "pull", "localhost:5001/krops-lane/probe:1").CombinedOutput(); err != nil {
-		t.Fatalf("the node could not pull through its registry mirror: %v\n%s\ncontainerd's registry configuration:\n%s", err, out,
-			engine(t, "exec", node, "sh", "-c", "grep -n -A3 'registry' /etc/containerd/config.toml; ls -R /etc/containerd/certs.d 2>/dev/null || true"))
+	// containerd reads registries from the hosts directory only: the
+	// deprecated registry.mirrors table (gone in containerd 2.4, and fatal
+	// beside config_path) is nowhere in the node's configuration.
+	cfg := engine(t, "exec", node, "cat", "/etc/containerd/config.toml")
+	if !strings.Contains(cfg, `config_path = "/etc/containerd/certs.d"`) || strings.Contains(cfg, "registry.mirrors") {
+		t.Errorf("the node's containerd configuration:\n%s", cfg)
+	}
+	for _, probe := range []struct{ push, pull string }{
+		{"localhost:5001/krops-lane/probe:1", "localhost:5001/krops-lane/probe:1"},            // the provider's mirror
+		{"localhost:5001/library/krops-lane-probe:1", "docker.io/library/krops-lane-probe:1"}, // the configuration's
+	} {
+		engine(t, "tag", "registry:2", probe.push)
+		engine(t, "push", probe.push)
+		_ = exec.Command("docker", "rmi", probe.push).Run()
+		if out, err := exec.Command("docker", "exec", node, "crictl", "pull", probe.pull).CombinedOutput(); err != nil {
+			t.Fatalf("the node could not pull %s through its registry mirror: %v\n%s\ncontainerd's registry configuration:\n%s", probe.pull, err, out,
+				engine(t, "exec", node, "sh", "-c", "grep -n -A3 'registry' /etc/containerd/config.toml; for f in $(find /etc/containerd/certs.d -type f); do echo \"== $f\"; cat \"$f\"; done"))
+		}
 	}
 
-	// A second up reuses the cluster.
+	// A second up reuses the cluster; the mirror taken out of the
+	// configuration leaves the node, the provider's stays.
 	again, took := r.run(t, nil, "krops-kind", "up", "local-host")
 	if again.Code != 0 || strings.Contains(again.Stderr, "creating kind cluster") {
 		t.Fatalf("second up: exit %d\n%s", again.Code, again.Stderr)
 	}
 	t.Logf("krops-kind up (reuse) took %v", took.Round(time.Second))
+	if hosts := engine(t, "exec", node, "sh", "-c", "cd /etc/containerd/certs.d && find . -type f | sort"); hosts != "./.krops-mirrors\n./localhost:5001/hosts.toml" {
+		t.Errorf("the node's hosts directory after the mirror was removed:\n%s", hosts)
+	}
 
 	// Another node image is drift: refused, then rebuilt with --recreate.
 	other := os.Getenv("KROPS_KIND_NODE_IMAGE") + "-drift"

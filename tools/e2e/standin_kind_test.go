@@ -54,6 +54,8 @@ type kindCluster struct {
 	cancel context.CancelFunc
 	// kubeconfig is what `kind get kubeconfig` prints: context kind-<name>.
 	kubeconfig []byte
+	// files are what krops-kind wrote into the node, by absolute path.
+	files map[string]string
 }
 
 type kindRequest struct {
@@ -91,6 +93,8 @@ func (k *standInKind) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_, _ = w.Write(c.kubeconfig)
+	case len(parts) == 3 && parts[2] == "files":
+		k.files(w, r, parts[1])
 	case (r.Method == http.MethodPut || r.Method == http.MethodDelete) && len(parts) == 2:
 		body, _ := io.ReadAll(r.Body)
 		req := kindRequest{op: r.Method, name: parts[1], config: body, done: make(chan error, 1)}
@@ -105,6 +109,59 @@ func (k *standInKind) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "stand-in kind: no "+r.Method+" "+r.URL.Path, http.StatusNotFound)
 	}
+}
+
+// files serves a node's files: GET one (empty when absent, like a node
+// without it), PUT removals and writes (kindstandin.NodeFiles).
+func (k *standInKind) files(w http.ResponseWriter, r *http.Request, name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c := k.clusters[name]
+	if c == nil {
+		http.Error(w, "no kind cluster "+name, http.StatusNotFound)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		_, _ = io.WriteString(w, c.files[r.URL.Query().Get("path")])
+	case http.MethodPut:
+		// kindstandin.NodeFiles, the client's side of this request.
+		var req struct {
+			Remove []string          `json:"remove"`
+			Files  map[string]string `json:"files"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, dir := range req.Remove {
+			for p := range c.files {
+				if p == dir || strings.HasPrefix(p, dir+"/") {
+					delete(c.files, p)
+				}
+			}
+		}
+		if c.files == nil {
+			c.files = map[string]string{}
+		}
+		for p, content := range req.Files {
+			c.files[p] = content
+		}
+	default:
+		http.Error(w, "stand-in kind: no "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+	}
+}
+
+// nodeFile returns a file krops-kind wrote into a cluster's node.
+func (k *standInKind) nodeFile(name, path string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c := k.clusters[name]
+	if c == nil {
+		return "", false
+	}
+	content, ok := c.files[path]
+	return content, ok
 }
 
 // handle carries out a create or delete on the test goroutine.

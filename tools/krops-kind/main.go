@@ -22,6 +22,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
+	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
 	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
 )
 
@@ -341,12 +342,19 @@ func remedy(r string) string {
 // calling only what it declares.
 type pluginProvider struct{ c *sdk.Client }
 
-func (p pluginProvider) KindConfig(ctx context.Context) ([]string, error) {
+func (p pluginProvider) KindConfig(ctx context.Context) (bootcluster.ProviderKind, error) {
 	if !p.c.Description().Has(sdk.CapKindConfig) {
-		return nil, nil
+		return bootcluster.ProviderKind{}, nil
 	}
 	kc, err := p.c.KindConfig(ctx)
-	return kc.ContainerdConfigPatches, err
+	if err != nil {
+		return bootcluster.ProviderKind{}, err
+	}
+	pk := bootcluster.ProviderKind{ContainerdPatches: kc.ContainerdConfigPatches}
+	for _, m := range kc.RegistryMirrors {
+		pk.Mirrors = append(pk.Mirrors, kindcfg.Mirror{Registry: m.Registry, Endpoints: m.Endpoints, Source: "provider " + p.c.Name})
+	}
+	return pk, nil
 }
 
 func (p pluginProvider) AfterKindCreate(ctx context.Context, kubeconfig, kubeContext string) ([]string, error) {

@@ -110,6 +110,26 @@ func TestPreflightWithoutAnEngineNamesBoth(t *testing.T) {
 	}
 }
 
+// A bad [[mirrors]] entry stops every command before anything runs (exit
+// 2), naming the file, the entry and the fix, and never echoing a
+// password it carries.
+func TestABadMirrorIsRefusedByName(t *testing.T) {
+	f := setup(t)
+	for _, tc := range []struct{ entry, want string }{
+		{"registry = \"https://docker.io\"\nendpoints = [\"https://m.example.com\"]", `registry "https://docker.io" is not a registry host`},
+		{"registry = \"ghcr.io\"\nendpoints = [\"https://bob:hunter2@m.example.com\"]", "carries credentials"},
+	} {
+		cfg := filepath.Join(f.dir, "bootstrap.toml")
+		if err := os.WriteFile(cfg, []byte(toml+"\n[[mirrors]]\n"+tc.entry+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := f.run(t, nil, "preflight")
+		if r.Code != 2 || !strings.Contains(r.Stderr, cfg+" [[mirrors]] entry 1") || !strings.Contains(r.Stderr, tc.want) || strings.Contains(r.Stdout+r.Stderr, "hunter2") {
+			t.Errorf("%s: exit %d, want 2 naming the entry and %q\n%s\n%s", tc.entry, r.Code, tc.want, r.Stdout, r.Stderr)
+		}
+	}
+}
+
 // After a pivot the management cluster carries the run's metadata: a new
 // kind cluster next to it would build its Clusters a second time, so the
 // preflight refuses (exit 2) naming the run. A management context whose

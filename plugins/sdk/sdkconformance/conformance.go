@@ -166,7 +166,10 @@ func hostCall(ctx context.Context, c *sdk.Client, capability sdk.Capability) err
 	case sdk.CapPreflight:
 		_, err = c.Preflight(ctx)
 	case sdk.CapKindConfig:
-		_, err = c.KindConfig(ctx)
+		var kc sdk.KindConfig
+		if kc, err = c.KindConfig(ctx); err == nil {
+			err = checkKindConfig(kc)
+		}
 	case sdk.CapHooks:
 		_, err = c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
 	case sdk.CapPivotInputs:
@@ -179,6 +182,26 @@ func hostCall(ctx context.Context, c *sdk.Client, capability sdk.Capability) err
 		err = c.Sweep(ctx, sdk.SweepRequest{DryRun: true}, func(sdk.SweepEvent) error { return nil })
 	}
 	return err
+}
+
+// checkKindConfig refuses what a host would: registry settings as a
+// containerd patch (containerd will not start with them beside the hosts
+// directory hosts configure), and a mirror without a registry or an
+// endpoint.
+func checkKindConfig(kc sdk.KindConfig) error {
+	for _, p := range kc.ContainerdConfigPatches {
+		for _, bad := range []string{".registry.mirrors", ".registry.configs", "config_path"} {
+			if strings.Contains(p, bad) {
+				return fmt.Errorf("KindConfig: a containerd patch sets %q: send registry mirrors as RegistryMirrors", strings.TrimPrefix(bad, "."))
+			}
+		}
+	}
+	for _, m := range kc.RegistryMirrors {
+		if m.Registry == "" || len(m.Endpoints) == 0 {
+			return fmt.Errorf("KindConfig: registry mirror %+v needs a registry and at least one endpoint", m)
+		}
+	}
+	return nil
 }
 
 func exitsWithHost(t *testing.T, binary string) {

@@ -104,6 +104,7 @@ func TestValidationErrorsNameFileKeyAndAllowedValues(t *testing.T) {
 		{"unknown teardown key", minimal + "[environments.one.teardown]\nmanul = \"x\"\n", []string{`"environments.one.teardown.manul"`, "manual"}},
 		{"unknown aws-workload key", minimal + "[[environments.one.teardown.aws-workloads]]\nregion = \"r\"\nclusterName = \"c\"\n", []string{`"environments.one.teardown.aws-workloads[0].clusterName"`, "cluster-name"}},
 		{"unknown move-fallback key", minimal + "[[environments.one.move-fallbacks]]\nkind = \"x\"\n", []string{`"environments.one.move-fallbacks[0].kind"`, "resource, name, manifest"}},
+		{"unknown mirror key", minimal + "[[mirrors]]\nregistry = \"docker.io\"\nendpoint = [\"https://m.example.com\"]\n", []string{`"mirrors[0].endpoint"`, "registry, endpoints"}},
 		{"unknown provider key", minimal + "[providers.docker]\nhash = \"x\"\n", []string{`"providers.docker.hash"`, "path, sha256"}},
 		{"unknown global teardown key", minimal + "[teardown]\nbucket = \"x\"\n", []string{`"teardown.bucket"`, "s3-bucket-pattern"}},
 		{"unknown default environment", strings.Replace(minimal, `default-environment = "one"`, `default-environment = "two"`, 1), []string{"bootstrap.default-environment", `"two" is not a defined environment`, "one of: one"}},

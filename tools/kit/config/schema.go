@@ -17,6 +17,18 @@ type File struct {
 	Teardown     Teardown               `koanf:"teardown"`
 	Providers    map[string]Provider    `koanf:"providers"`
 	Environments map[string]Environment `koanf:"environments"`
+	// Mirrors send the kind nodes' image pulls for a registry to other
+	// endpoints (a pull-through cache, an air-gap registry). Every
+	// environment's kind cluster uses them.
+	Mirrors []Mirror `koanf:"mirrors"`
+}
+
+// Mirror is one [[mirrors]] table: pulls of Registry ("docker.io",
+// "ghcr.io", "registry.k8s.io", "quay.io", ...) go to Endpoints first, in
+// order, then to the registry itself. krops-kind checks the values.
+type Mirror struct {
+	Registry  string   `koanf:"registry"`
+	Endpoints []string `koanf:"endpoints"`
 }
 
 // Bootstrap holds the names every environment uses. KindCluster,

@@ -31,6 +31,29 @@ type Kind interface {
 	// KubeConfig returns the cluster's kubeconfig; internal is the address
 	// inside the engine's kind network.
 	KubeConfig(ctx context.Context, name string, internal bool) (string, error)
+	// SyncNodeDir makes a directory of every node of the cluster hold what
+	// d says, and returns how many nodes it wrote to.
+	SyncNodeDir(ctx context.Context, name string, d NodeDir) (int, error)
+}
+
+// NodeDir is a directory krops keeps in every node.
+type NodeDir struct {
+	// Path is absolute, inside the node.
+	Path string
+	// Files are written, by path relative to Path.
+	Files map[string]string
+	// Manifest (a key of Files) records what krops wrote; Stale turns the
+	// earlier manifest (empty when there is none) into the entries,
+	// relative to Path, to remove first.
+	Manifest string
+	Stale    func(earlier string) []string
+}
+
+// ProviderKind is what the environment's provider adds to the kind
+// cluster.
+type ProviderKind struct {
+	ContainerdPatches []string
+	Mirrors           []kindcfg.Mirror
 }
 
 // Network is the engine's view of the kind network, used in the toolbox.
@@ -43,8 +66,9 @@ type Network interface {
 
 // Provider is the environment's plugin, as far as kind is concerned.
 type Provider interface {
-	// KindConfig returns containerd patches (nil when it has none).
-	KindConfig(ctx context.Context) ([]string, error)
+	// KindConfig returns the provider's containerd patches and registry
+	// mirrors (none when it has nothing to add).
+	KindConfig(ctx context.Context) (ProviderKind, error)
 	// AfterKindCreate runs the provider's hook against the cluster (the
 	// kubeconfig file and context just written) and returns what it did.
 	AfterKindCreate(ctx context.Context, kubeconfig, kubeContext string) ([]string, error)
@@ -72,6 +96,9 @@ type Options struct {
 	// Self is this container's name or id on the engine (the toolbox).
 	Self          string
 	HealthTimeout time.Duration
+	// Mirrors are the configuration's registry mirrors ([[mirrors]]),
+	// written into every node beside the provider's.
+	Mirrors []kindcfg.Mirror
 
 	// PostCreateTask is the environment's post-kind-create-task, run as
 	// `<Mise> -E <environment> run <task>` in RepoRoot.
@@ -102,14 +129,20 @@ var ErrDrift = errors.New("the kind cluster differs from what the environment ne
 // rebuilds it with recreate. Then it writes the kubeconfig and runs the
 // provider's hook and the post-create task.
 func Up(ctx context.Context, o Options, recreate bool) error {
-	var patches []string
+	var pk ProviderKind
 	if err := o.Progress.Step(ctx, "reading the provider's kind configuration", func(ctx context.Context) (err error) {
-		patches, err = o.Provider.KindConfig(ctx)
+		pk, err = o.Provider.KindConfig(ctx)
 		return err
 	}); err != nil {
 		return err
 	}
-	want, raw, err := kindcfg.Render(kindcfg.Input{Name: o.Name, NodeImage: o.NodeImage, EngineSock: o.EngineSock, ContainerdPatches: patches, RunID: o.RunID})
+	want, raw, err := kindcfg.Render(kindcfg.Input{Name: o.Name, NodeImage: o.NodeImage, EngineSock: o.EngineSock, ContainerdPatches: pk.ContainerdPatches, RunID: o.RunID})
+	if err != nil {
+		return err
+	}
+	// Checked before anything is created: a bad mirror must not cost a
+	// cluster.
+	mirrors, err := kindcfg.MirrorFiles(append(append([]kindcfg.Mirror(nil), pk.Mirrors...), o.Mirrors...))
 	if err != nil {
 		return err
 	}
@@ -169,6 +202,21 @@ func Up(ctx context.Context, o Options, recreate bool) error {
 			return err
 		}
 	} else if err := recordConfig(ctx, cl, raw, o.RunID); err != nil {
+		return err
+	}
+	// Every Up writes them, so a reused cluster follows a changed mirror
+	// (containerd reads the directory at each pull).
+	if err := o.Progress.Step(ctx, fmt.Sprintf("writing %d registry mirror(s) to the nodes' %s", len(mirrors)-1, kindcfg.HostsDir), func(ctx context.Context) error {
+		n, err := o.Kind.SyncNodeDir(ctx, o.Name, NodeDir{Path: kindcfg.HostsDir, Files: mirrors, Manifest: kindcfg.Manifest,
+			Stale: func(earlier string) []string { return kindcfg.Stale(earlier, mirrors) }})
+		if err != nil {
+			return fmt.Errorf("writing the registry mirrors into the nodes of kind cluster %s: %w", o.Name, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("kind cluster %s has no node to write the registry mirrors to", o.Name)
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := o.Progress.Step(ctx, "writing context "+o.Context+" to "+o.Kubeconfig, func(context.Context) error {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/kit/ui"
+	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
 	"github.com/kropsdev/krops/tools/testenv"
 )
 
@@ -36,6 +37,9 @@ type standInKind struct {
 	// in-network addresses).
 	kubeconfig, internal string
 	createErr            error
+	// files are each cluster's node files, relative to the synced
+	// directory.
+	files map[string]map[string]string
 }
 
 func (k *standInKind) List(context.Context) ([]string, error) {
@@ -65,7 +69,32 @@ func (k *standInKind) Delete(_ context.Context, name string) error {
 	defer k.mu.Unlock()
 	k.calls = append(k.calls, "delete "+name)
 	delete(k.clusters, name)
+	delete(k.files, name)
 	return nil
+}
+
+// SyncNodeDir keeps the files per cluster, as one node would.
+func (k *standInKind) SyncNodeDir(_ context.Context, name string, d NodeDir) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, "sync "+name+" "+d.Path)
+	if k.files == nil {
+		k.files = map[string]map[string]string{}
+	}
+	if k.files[name] == nil {
+		k.files[name] = map[string]string{}
+	}
+	for _, rel := range d.Stale(k.files[name][d.Manifest]) {
+		for p := range k.files[name] {
+			if p == rel || strings.HasPrefix(p, rel+"/") {
+				delete(k.files[name], p)
+			}
+		}
+	}
+	for rel, content := range d.Files {
+		k.files[name][rel] = content
+	}
+	return 1, nil
 }
 
 func (k *standInKind) KubeConfig(_ context.Context, name string, internal bool) (string, error) {
@@ -81,11 +110,11 @@ func (k *standInKind) KubeConfig(_ context.Context, name string, internal bool) 
 // standInProvider is a STAND-IN for the environment's plugin (the real
 // plugins are exercised by their own tests).
 type standInProvider struct {
-	patches []string
-	hooked  []string
+	kind   ProviderKind
+	hooked []string
 }
 
-func (p *standInProvider) KindConfig(context.Context) ([]string, error) { return p.patches, nil }
+func (p *standInProvider) KindConfig(context.Context) (ProviderKind, error) { return p.kind, nil }
 func (p *standInProvider) AfterKindCreate(_ context.Context, kubeconfig, kctx string) ([]string, error) {
 	p.hooked = append(p.hooked, kubeconfig+" "+kctx)
 	return []string{"registry krops-registry ready"}, nil
@@ -126,7 +155,8 @@ func newFixture(t *testing.T) *fixture {
 	out := &strings.Builder{}
 	f := &fixture{cluster: c, out: out,
 		kind:     &standInKind{clusters: map[string]bool{}, kubeconfig: string(kc), internal: string(kc)},
-		provider: &standInProvider{patches: []string{"[plugins.mirror]\n"}},
+		provider: &standInProvider{kind: ProviderKind{ContainerdPatches: []string{"[plugins.patch]\n"},
+			Mirrors: []kindcfg.Mirror{{Registry: "localhost:5001", Endpoints: []string{"http://krops-registry:5000"}, Source: "provider docker"}}}},
 	}
 	off := false
 	f.opts = Options{
@@ -164,11 +194,11 @@ func TestCreateWritesKubeconfigRecordsConfigAndRunsTheHook(t *testing.T) {
 	if err := Up(context.Background(), f.opts, false); err != nil {
 		t.Fatalf("%v\n%s", err, f.out)
 	}
-	if got := strings.Join(f.kind.calls, ","); got != "create mgmt,kubeconfig mgmt internal=false" {
+	if got := strings.Join(f.kind.calls, ","); got != "create mgmt,kubeconfig mgmt internal=false,sync mgmt /etc/containerd/certs.d" {
 		t.Errorf("kind calls: %s", got)
 	}
 	cfg := string(f.kind.configs[0])
-	for _, want := range []string{"image: " + image, "hostPath: /var/run/docker.sock", "containerPath: /var/run/docker.sock", "[plugins.mirror]", "krops.io/run: run-1"} {
+	for _, want := range []string{"image: " + image, "hostPath: /var/run/docker.sock", "containerPath: /var/run/docker.sock", "[plugins.patch]", "krops.io/run: run-1"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("rendered config lacks %q:\n%s", want, cfg)
 		}
@@ -190,19 +220,47 @@ func TestCreateWritesKubeconfigRecordsConfigAndRunsTheHook(t *testing.T) {
 		}
 	}
 
-	// Reuse: healthy and unchanged, so nothing is created again.
+	if got := f.kind.files["mgmt"]["localhost:5001/hosts.toml"]; !strings.Contains(got, `[host."http://krops-registry:5000"]`) {
+		t.Errorf("the provider's mirror in the node:\n%s", got)
+	}
+	if got := f.kind.files["mgmt"][kindcfg.Manifest]; got != "localhost:5001\n" {
+		t.Errorf("mirror record %q", got)
+	}
+
+	// Reuse: healthy and unchanged, so nothing is created again; a mirror
+	// added to the configuration reaches the node without a new cluster.
 	f.kind.calls = nil
+	f.opts.Mirrors = []kindcfg.Mirror{{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}, Source: "bootstrap.toml [[mirrors]] entry 1"}}
 	if err := Up(context.Background(), f.opts, false); err != nil {
 		t.Fatalf("reuse: %v", err)
 	}
-	if got := strings.Join(f.kind.calls, ","); got != "kubeconfig mgmt internal=false" {
+	if got := strings.Join(f.kind.calls, ","); got != "kubeconfig mgmt internal=false,sync mgmt /etc/containerd/certs.d" {
 		t.Errorf("reuse called kind: %s", got)
 	}
+	if got := f.kind.files["mgmt"]["docker.io/hosts.toml"]; !strings.Contains(got, `[host."https://mirror.example.com"]`) {
+		t.Errorf("the added mirror in the node:\n%s", got)
+	}
+	// ... and one taken out of it leaves the node, by the record.
+	f.opts.Mirrors = nil
+	if err := Up(context.Background(), f.opts, false); err != nil {
+		t.Fatalf("reuse: %v", err)
+	}
+	if _, left := f.kind.files["mgmt"]["docker.io/hosts.toml"]; left || f.kind.files["mgmt"]["localhost:5001/hosts.toml"] == "" {
+		t.Errorf("after the mirror was removed, the node holds %v", f.kind.files["mgmt"])
+	}
+	// A mirror the provider and the configuration both claim is refused
+	// before anything is touched.
+	f.kind.calls = nil
+	f.opts.Mirrors = []kindcfg.Mirror{{Registry: "localhost:5001", Endpoints: []string{"http://elsewhere:5000"}, Source: "bootstrap.toml [[mirrors]] entry 1"}}
+	if err := Up(context.Background(), f.opts, false); err == nil || !strings.Contains(err.Error(), "mirrored twice") || len(f.kind.calls) != 0 {
+		t.Errorf("a doubly mirrored registry: %v (kind calls %v)", err, f.kind.calls)
+	}
+	f.opts.Mirrors = nil
 
-	// Drift: the environment now needs another mirror.
-	f.provider.patches = []string{"[plugins.other-mirror]\n"}
+	// Drift: the provider now needs another containerd patch.
+	f.provider.kind.ContainerdPatches = []string{"[plugins.other-patch]\n"}
 	err = Up(context.Background(), f.opts, false)
-	if !errors.Is(err, ErrDrift) || !strings.Contains(err.Error(), "containerd patches (registry mirror)") || !strings.Contains(err.Error(), "--recreate") {
+	if !errors.Is(err, ErrDrift) || !strings.Contains(err.Error(), "containerd patches") || !strings.Contains(err.Error(), "--recreate") {
 		t.Errorf("drift: %v", err)
 	}
 
@@ -211,11 +269,11 @@ func TestCreateWritesKubeconfigRecordsConfigAndRunsTheHook(t *testing.T) {
 	if err := Up(context.Background(), f.opts, true); err != nil {
 		t.Fatalf("recreate: %v", err)
 	}
-	if got := strings.Join(f.kind.calls, ","); got != "delete mgmt,create mgmt,kubeconfig mgmt internal=false" {
+	if got := strings.Join(f.kind.calls, ","); got != "delete mgmt,create mgmt,kubeconfig mgmt internal=false,sync mgmt /etc/containerd/certs.d" {
 		t.Errorf("recreate calls: %s", got)
 	}
-	if !strings.Contains(string(f.kind.configs[len(f.kind.configs)-1]), "other-mirror") {
-		t.Error("the rebuilt cluster does not carry the new mirror")
+	if !strings.Contains(string(f.kind.configs[len(f.kind.configs)-1]), "other-patch") {
+		t.Error("the rebuilt cluster does not carry the new patch")
 	}
 }
 

@@ -33,15 +33,21 @@ type Input struct {
 	NodeImage string
 	// EngineSock is the daemon-side engine socket mounted into the node.
 	EngineSock string
-	// ContainerdPatches come from the provider's KindConfig.
+	// ContainerdPatches come from the provider's KindConfig (CheckPatches
+	// has accepted them).
 	ContainerdPatches []string
 	RunID             string
 }
 
-// Render returns the cluster configuration and its YAML.
+// Render returns the cluster configuration and its YAML. Its first
+// containerd patch points the CRI at HostsDir, where Up writes the
+// registry mirrors (MirrorFiles).
 func Render(in Input) (*v1alpha4.Cluster, []byte, error) {
 	if in.Name == "" || in.NodeImage == "" || in.EngineSock == "" {
 		return nil, nil, fmt.Errorf("rendering the kind configuration: name, node image and engine socket are required")
+	}
+	if err := CheckPatches(in.ContainerdPatches); err != nil {
+		return nil, nil, err
 	}
 	node := v1alpha4.Node{
 		Role:        v1alpha4.ControlPlaneRole,
@@ -55,7 +61,7 @@ func Render(in Input) (*v1alpha4.Cluster, []byte, error) {
 		TypeMeta:                v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
 		Name:                    in.Name,
 		Nodes:                   []v1alpha4.Node{node},
-		ContainerdConfigPatches: append([]string(nil), in.ContainerdPatches...),
+		ContainerdConfigPatches: append([]string{HostsPatch}, in.ContainerdPatches...),
 	}
 	b, err := yaml.Marshal(c)
 	if err != nil {
@@ -90,8 +96,9 @@ func Parse(b []byte) (*v1alpha4.Cluster, error) {
 }
 
 // Drift lists how have differs from want in what matters to krops: the
-// node image, the mounts, the containerd patches (a registry mirror) and
-// the number of nodes. The run label is not drift.
+// node image, the mounts, the containerd patches (the hosts directory and
+// the provider's) and the number of nodes. The run label is not drift,
+// and neither are the mirrors: Up writes them into the nodes every time.
 func Drift(have, want *v1alpha4.Cluster) []string {
 	var out []string
 	if len(have.Nodes) != len(want.Nodes) {
@@ -107,7 +114,7 @@ func Drift(have, want *v1alpha4.Cluster) []string {
 		}
 	}
 	if !slices.Equal(have.ContainerdConfigPatches, want.ContainerdConfigPatches) {
-		out = append(out, fmt.Sprintf("containerd patches (registry mirror) %q, want %q", have.ContainerdConfigPatches, want.ContainerdConfigPatches))
+		out = append(out, fmt.Sprintf("containerd patches %q, want %q", have.ContainerdConfigPatches, want.ContainerdConfigPatches))
 	}
 	return out
 }

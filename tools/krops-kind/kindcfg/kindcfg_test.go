@@ -14,7 +14,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 const image = "docker.io/kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"
 
-const mirror = "[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"localhost:5001\"]\n  endpoint = [\"http://krops-registry:5000\"]\n"
+// patch is a provider's containerd patch (registry settings are not
+// patches: see mirrors.go).
+const patch = "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  discard_unpacked_layers = false\n"
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
@@ -33,14 +35,15 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// The mirror appears only where the provider asks for it.
+// Every cluster's containerd reads registry hosts from HostsDir; a
+// provider's patch comes after that.
 func TestRenderGolden(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
 		patches []string
 		sock    string
 	}{
-		{"local-host.yaml", []string{mirror}, "/var/run/docker.sock"},
+		{"provider-patch.yaml", []string{patch}, "/var/run/docker.sock"},
 		{"aws-podman.yaml", nil, "/run/user/1000/podman/podman.sock"},
 	} {
 		c, raw, err := Render(Input{Name: "mgmt", NodeImage: image, EngineSock: tc.sock, ContainerdPatches: tc.patches, RunID: "local-2026-12-01T10:00:00Z"})
@@ -59,8 +62,8 @@ func TestRenderGolden(t *testing.T) {
 }
 
 func TestDriftSaysWhatDiffers(t *testing.T) {
-	want, _, _ := Render(Input{Name: "mgmt", NodeImage: image, EngineSock: "/var/run/docker.sock", ContainerdPatches: []string{mirror}, RunID: "a"})
-	sameButRun, _, _ := Render(Input{Name: "mgmt", NodeImage: image, EngineSock: "/var/run/docker.sock", ContainerdPatches: []string{mirror}, RunID: "b"})
+	want, _, _ := Render(Input{Name: "mgmt", NodeImage: image, EngineSock: "/var/run/docker.sock", ContainerdPatches: []string{patch}, RunID: "a"})
+	sameButRun, _, _ := Render(Input{Name: "mgmt", NodeImage: image, EngineSock: "/var/run/docker.sock", ContainerdPatches: []string{patch}, RunID: "b"})
 	if d := Drift(sameButRun, want); len(d) != 0 {
 		t.Errorf("another run id is not drift: %v", d)
 	}
@@ -69,9 +72,9 @@ func TestDriftSaysWhatDiffers(t *testing.T) {
 		in   Input
 		want string
 	}{
-		{"node image", Input{Name: "mgmt", NodeImage: "docker.io/kindest/node:v1.36.4@sha256:0", EngineSock: "/var/run/docker.sock", ContainerdPatches: []string{mirror}}, "node image docker.io/kindest/node:v1.36.4@sha256:0, want " + image},
-		{"mount", Input{Name: "mgmt", NodeImage: image, EngineSock: "/run/podman/podman.sock", ContainerdPatches: []string{mirror}}, "mounts [/run/podman/podman.sock:/var/run/docker.sock], want [/var/run/docker.sock:/var/run/docker.sock]"},
-		{"mirror", Input{Name: "mgmt", NodeImage: image, EngineSock: "/var/run/docker.sock"}, "containerd patches (registry mirror) [], want"},
+		{"node image", Input{Name: "mgmt", NodeImage: "docker.io/kindest/node:v1.36.4@sha256:0", EngineSock: "/var/run/docker.sock", ContainerdPatches: []string{patch}}, "node image docker.io/kindest/node:v1.36.4@sha256:0, want " + image},
+		{"mount", Input{Name: "mgmt", NodeImage: image, EngineSock: "/run/podman/podman.sock", ContainerdPatches: []string{patch}}, "mounts [/run/podman/podman.sock:/var/run/docker.sock], want [/var/run/docker.sock:/var/run/docker.sock]"},
+		{"patch", Input{Name: "mgmt", NodeImage: image, EngineSock: "/var/run/docker.sock"}, "containerd patches"},
 	}
 	for _, tc := range cases {
 		have, _, _ := Render(tc.in)

@@ -12,16 +12,24 @@
 package kindlib
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
+
+	"sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	"sigs.k8s.io/kind/pkg/log"
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/plugins/sdk/procfs"
-	"sigs.k8s.io/kind/pkg/cluster"
-	"sigs.k8s.io/kind/pkg/log"
+	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
 )
 
 // Kind drives kind for one engine.
@@ -89,7 +97,66 @@ func (k *Kind) KubeConfig(ctx context.Context, name string, internal bool) (stri
 	return query(ctx, k, "reading the kubeconfig of kind cluster "+name, func() (string, error) { return k.p.KubeConfig(name, internal) })
 }
 
-// query runs a read-only kind call that returns when ctx ends: whatever
+// SyncNodeDir writes d into every node of the cluster except kind's load
+// balancer, through kind's own node commands (an exec in the node, on any
+// engine kind drives). The manifest goes last, so an interrupted sync
+// leaves the earlier record naming everything a later sync must clean.
+func (k *Kind) SyncNodeDir(ctx context.Context, name string, d bootcluster.NodeDir) (int, error) {
+	ns, err := query(ctx, k, "listing the nodes of kind cluster "+name, func() ([]nodes.Node, error) { return k.p.ListInternalNodes(name) })
+	if err != nil {
+		return 0, err
+	}
+	rels := make([]string, 0, len(d.Files))
+	for rel := range d.Files {
+		if rel != d.Manifest {
+			rels = append(rels, rel)
+		}
+	}
+	slices.Sort(rels)
+	rels = append(rels, d.Manifest)
+	for _, n := range ns {
+		_, err := query(ctx, k, "writing "+d.Path+" in node "+n.String(), func() (struct{}, error) {
+			var earlier bytes.Buffer
+			// A node without the manifest has nothing of krops's yet.
+			_ = n.Command("cat", path.Join(d.Path, d.Manifest)).SetStdout(&earlier).Run()
+			for _, rel := range d.Stale(earlier.String()) {
+				target, err := inside(d.Path, rel)
+				if err != nil {
+					return struct{}{}, err
+				}
+				if err := n.Command("rm", "-rf", "--", target).Run(); err != nil {
+					return struct{}{}, fmt.Errorf("removing %s: %w", target, err)
+				}
+			}
+			for _, rel := range rels {
+				target, err := inside(d.Path, rel)
+				if err != nil {
+					return struct{}{}, err
+				}
+				if err := nodeutils.WriteFile(n, target, d.Files[rel]); err != nil {
+					return struct{}{}, fmt.Errorf("writing %s: %w", target, err)
+				}
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(ns), nil
+}
+
+// inside joins rel to dir and refuses a result outside dir.
+func inside(dir, rel string) (string, error) {
+	p := path.Join(dir, rel)
+	if rel == "" || !strings.HasPrefix(p, dir+"/") {
+		return "", fmt.Errorf("%q is not a path inside %s", rel, dir)
+	}
+	return p, nil
+}
+
+// query runs a kind call that returns when ctx ends (a read, or a write
+// a repeat makes whole): whatever
 // engine command it was waiting on is stopped, and the call's goroutine
 // finishes on its own once that command is gone.
 func query[T any](ctx context.Context, k *Kind, what string, call func() (T, error)) (T, error) {

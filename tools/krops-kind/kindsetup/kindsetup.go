@@ -49,6 +49,14 @@ func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writ
 		}
 		nodeImageFrom = "pinned in airgap/images.txt"
 	}
+	var mirrors []kindcfg.Mirror
+	for i, m := range sel.Config.Mirrors {
+		mirrors = append(mirrors, kindcfg.Mirror{Registry: m.Registry, Endpoints: m.Endpoints,
+			Source: fmt.Sprintf("%s [[mirrors]] entry %d", sel.Config.Path, i+1)})
+	}
+	if _, err := kindcfg.MirrorFiles(mirrors); err != nil {
+		return nil, cli.UsageError(err)
+	}
 	s := &Setup{NodeImageFrom: nodeImageFrom}
 	ctxHost, _ := os.LookupEnv("CONTAINER_HOST")
 	// Engine CLIs run in process groups of their own, so an interrupt
@@ -66,7 +74,7 @@ func Load(ctx context.Context, sel *cli.Selected, prog *ui.Progress, out io.Writ
 		Name: sel.Config.Bootstrap.KindCluster, Context: sel.Config.Bootstrap.KindContext, Environment: sel.Environment.Name,
 		NodeImage: nodeImage, RunID: sel.Knobs.RunID, Kubeconfig: kubeconfig, Toolbox: sel.Knobs.Toolbox, Self: self,
 		PostCreateTask: sel.Environment.PostKindCreateTask, Mise: os.Getenv("KROPS_MISE_BIN"), RepoRoot: sel.Config.Root, Env: os.Environ(),
-		Runner: runner, Progress: prog, Out: out,
+		Mirrors: mirrors, Runner: runner, Progress: prog, Out: out,
 	}
 	if s.Engine != nil {
 		// kind's library runs the engine's CLI with this process's

@@ -14,8 +14,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
+
+	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
 )
 
 // EnvURL names the harness's address.
@@ -67,6 +70,40 @@ func (k *Kind) Delete(ctx context.Context, name string) error {
 func (k *Kind) KubeConfig(ctx context.Context, name string, internal bool) (string, error) {
 	body, err := k.call(ctx, http.MethodGet, "/clusters/"+url.PathEscape(name)+"/kubeconfig", nil)
 	return string(body), err
+}
+
+// SyncNodeDir hands the harness the directory's files and what an earlier
+// sync's manifest (as the harness holds it) says to remove; the harness
+// keeps them per cluster for the test to check. One node: the harness's
+// clusters have one.
+func (k *Kind) SyncNodeDir(ctx context.Context, name string, d bootcluster.NodeDir) (int, error) {
+	base := "/clusters/" + url.PathEscape(name) + "/files"
+	earlier, err := k.call(ctx, http.MethodGet, base+"?path="+url.QueryEscape(path.Join(d.Path, d.Manifest)), nil)
+	if err != nil {
+		return 0, err
+	}
+	req := NodeFiles{Files: map[string]string{}}
+	for _, rel := range d.Stale(string(earlier)) {
+		req.Remove = append(req.Remove, path.Join(d.Path, rel))
+	}
+	for rel, content := range d.Files {
+		req.Files[path.Join(d.Path, rel)] = content
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := k.call(ctx, http.MethodPut, base, body); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// NodeFiles is the body of PUT /clusters/<name>/files: absolute paths in
+// the node to remove (with what is under them), then files to write.
+type NodeFiles struct {
+	Remove []string          `json:"remove,omitempty"`
+	Files  map[string]string `json:"files"`
 }
 
 func (k *Kind) call(ctx context.Context, method, path string, body []byte) ([]byte, error) {

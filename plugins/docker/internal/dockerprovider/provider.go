@@ -172,11 +172,13 @@ func (p *Provider) Preflight(ctx context.Context) ([]sdk.Check, error) {
 }
 
 // KindConfig makes kind's containerd pull localhost:<port>/... from the
-// registry container over the kind network.
+// registry container over the kind network: the name the host publishes
+// the registry under is the name images carry inside the cluster too.
 func (p *Provider) KindConfig(context.Context) (sdk.KindConfig, error) {
-	patch := fmt.Sprintf("[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"localhost:%d\"]\n  endpoint = [\"http://%s:%d\"]\n",
-		p.s.registryPort, p.s.registryName, registryInternalPort)
-	return sdk.KindConfig{ContainerdConfigPatches: []string{patch}}, nil
+	return sdk.KindConfig{RegistryMirrors: []sdk.RegistryMirror{{
+		Registry:  fmt.Sprintf("localhost:%d", p.s.registryPort),
+		Endpoints: []string{fmt.Sprintf("http://%s:%d", p.s.registryName, registryInternalPort)},
+	}}}, nil
 }
 
 // Hook runs the local registry once kind exists.

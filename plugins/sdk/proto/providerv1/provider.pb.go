@@ -704,10 +704,16 @@ func (*KindConfigRequest) Descriptor() ([]byte, []int) {
 type KindConfigResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// containerd_config_patches are TOML snippets for the kind nodes'
-	// containerd (for example a registry mirror).
+	// containerd. A registry mirror is not one: containerd refuses a
+	// `registry.mirrors` table beside the hosts directory the host configures
+	// (config_path), and containerd 2.4 drops it; send registry_mirrors.
 	ContainerdConfigPatches []string `protobuf:"bytes,1,rep,name=containerd_config_patches,json=containerdConfigPatches,proto3" json:"containerd_config_patches,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// registry_mirrors send pulls of a registry to other endpoints: the host
+	// writes each as /etc/containerd/certs.d/<registry>/hosts.toml in every
+	// kind node.
+	RegistryMirrors []*RegistryMirror `protobuf:"bytes,2,rep,name=registry_mirrors,json=registryMirrors,proto3" json:"registry_mirrors,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *KindConfigResponse) Reset() {
@@ -747,6 +753,69 @@ func (x *KindConfigResponse) GetContainerdConfigPatches() []string {
 	return nil
 }
 
+func (x *KindConfigResponse) GetRegistryMirrors() []*RegistryMirror {
+	if x != nil {
+		return x.RegistryMirrors
+	}
+	return nil
+}
+
+// RegistryMirror sends image pulls for registry (a host, with a port when
+// it has one: "docker.io", "localhost:5001") to endpoints, tried in order
+// before the registry itself.
+type RegistryMirror struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Registry string                 `protobuf:"bytes,1,opt,name=registry,proto3" json:"registry,omitempty"`
+	// endpoints are http:// or https:// URLs without credentials.
+	Endpoints     []string `protobuf:"bytes,2,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegistryMirror) Reset() {
+	*x = RegistryMirror{}
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegistryMirror) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegistryMirror) ProtoMessage() {}
+
+func (x *RegistryMirror) ProtoReflect() protoreflect.Message {
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegistryMirror.ProtoReflect.Descriptor instead.
+func (*RegistryMirror) Descriptor() ([]byte, []int) {
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RegistryMirror) GetRegistry() string {
+	if x != nil {
+		return x.Registry
+	}
+	return ""
+}
+
+func (x *RegistryMirror) GetEndpoints() []string {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
+}
+
 type HookRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Phase Phase                  `protobuf:"varint,1,opt,name=phase,proto3,enum=krops.provider.v1.Phase" json:"phase,omitempty"`
@@ -759,7 +828,7 @@ type HookRequest struct {
 
 func (x *HookRequest) Reset() {
 	*x = HookRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +840,7 @@ func (x *HookRequest) String() string {
 func (*HookRequest) ProtoMessage() {}
 
 func (x *HookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[9]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +853,7 @@ func (x *HookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookRequest.ProtoReflect.Descriptor instead.
 func (*HookRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{9}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HookRequest) GetPhase() Phase {
@@ -818,7 +887,7 @@ type HookResponse struct {
 
 func (x *HookResponse) Reset() {
 	*x = HookResponse{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +899,7 @@ func (x *HookResponse) String() string {
 func (*HookResponse) ProtoMessage() {}
 
 func (x *HookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[10]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +912,7 @@ func (x *HookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookResponse.ProtoReflect.Descriptor instead.
 func (*HookResponse) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{10}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HookResponse) GetMessages() []string {
@@ -869,7 +938,7 @@ type PivotInputsRequest struct {
 
 func (x *PivotInputsRequest) Reset() {
 	*x = PivotInputsRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +950,7 @@ func (x *PivotInputsRequest) String() string {
 func (*PivotInputsRequest) ProtoMessage() {}
 
 func (x *PivotInputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[11]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +963,7 @@ func (x *PivotInputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PivotInputsRequest.ProtoReflect.Descriptor instead.
 func (*PivotInputsRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{11}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PivotInputsRequest) GetKubeconfig() []byte {
@@ -931,7 +1000,7 @@ type PivotInputsResponse struct {
 
 func (x *PivotInputsResponse) Reset() {
 	*x = PivotInputsResponse{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1012,7 @@ func (x *PivotInputsResponse) String() string {
 func (*PivotInputsResponse) ProtoMessage() {}
 
 func (x *PivotInputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[12]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1025,7 @@ func (x *PivotInputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PivotInputsResponse.ProtoReflect.Descriptor instead.
 func (*PivotInputsResponse) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{12}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PivotInputsResponse) GetManifests() [][]byte {
@@ -981,7 +1050,7 @@ type TeardownPolicyRequest struct {
 
 func (x *TeardownPolicyRequest) Reset() {
 	*x = TeardownPolicyRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1062,7 @@ func (x *TeardownPolicyRequest) String() string {
 func (*TeardownPolicyRequest) ProtoMessage() {}
 
 func (x *TeardownPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[13]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1075,7 @@ func (x *TeardownPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownPolicyRequest.ProtoReflect.Descriptor instead.
 func (*TeardownPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{13}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{14}
 }
 
 type TeardownPolicyResponse struct {
@@ -1030,7 +1099,7 @@ type TeardownPolicyResponse struct {
 
 func (x *TeardownPolicyResponse) Reset() {
 	*x = TeardownPolicyResponse{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1111,7 @@ func (x *TeardownPolicyResponse) String() string {
 func (*TeardownPolicyResponse) ProtoMessage() {}
 
 func (x *TeardownPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[14]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1124,7 @@ func (x *TeardownPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownPolicyResponse.ProtoReflect.Descriptor instead.
 func (*TeardownPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{14}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TeardownPolicyResponse) GetHostRemoval() HostRemoval {
@@ -1128,7 +1197,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1209,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[15]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1222,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{15}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Resource) GetKind() string {
@@ -1223,7 +1292,7 @@ type QueryError struct {
 
 func (x *QueryError) Reset() {
 	*x = QueryError{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1304,7 @@ func (x *QueryError) String() string {
 func (*QueryError) ProtoMessage() {}
 
 func (x *QueryError) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[16]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1317,7 @@ func (x *QueryError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryError.ProtoReflect.Descriptor instead.
 func (*QueryError) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{16}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *QueryError) GetKind() string {
@@ -1280,7 +1349,7 @@ type DiscoverRequest struct {
 
 func (x *DiscoverRequest) Reset() {
 	*x = DiscoverRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1361,7 @@ func (x *DiscoverRequest) String() string {
 func (*DiscoverRequest) ProtoMessage() {}
 
 func (x *DiscoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[17]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1374,7 @@ func (x *DiscoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverRequest.ProtoReflect.Descriptor instead.
 func (*DiscoverRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{17}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{18}
 }
 
 // Scope says what a discovery covers; providers send it first.
@@ -1320,7 +1389,7 @@ type Scope struct {
 
 func (x *Scope) Reset() {
 	*x = Scope{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1401,7 @@ func (x *Scope) String() string {
 func (*Scope) ProtoMessage() {}
 
 func (x *Scope) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[18]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1414,7 @@ func (x *Scope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scope.ProtoReflect.Descriptor instead.
 func (*Scope) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{18}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Scope) GetAccount() string {
@@ -1377,7 +1446,7 @@ type DiscoverEvent struct {
 
 func (x *DiscoverEvent) Reset() {
 	*x = DiscoverEvent{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1458,7 @@ func (x *DiscoverEvent) String() string {
 func (*DiscoverEvent) ProtoMessage() {}
 
 func (x *DiscoverEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[19]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1471,7 @@ func (x *DiscoverEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiscoverEvent.ProtoReflect.Descriptor instead.
 func (*DiscoverEvent) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{19}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DiscoverEvent) GetEvent() isDiscoverEvent_Event {
@@ -1495,7 +1564,7 @@ type SweepRequest struct {
 
 func (x *SweepRequest) Reset() {
 	*x = SweepRequest{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1576,7 @@ func (x *SweepRequest) String() string {
 func (*SweepRequest) ProtoMessage() {}
 
 func (x *SweepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[20]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1589,7 @@ func (x *SweepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepRequest.ProtoReflect.Descriptor instead.
 func (*SweepRequest) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{20}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SweepRequest) GetDryRun() bool {
@@ -1556,7 +1625,7 @@ type SweepEvent struct {
 
 func (x *SweepEvent) Reset() {
 	*x = SweepEvent{}
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[21]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1637,7 @@ func (x *SweepEvent) String() string {
 func (*SweepEvent) ProtoMessage() {}
 
 func (x *SweepEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_krops_provider_v1_provider_proto_msgTypes[21]
+	mi := &file_krops_provider_v1_provider_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1650,7 @@ func (x *SweepEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SweepEvent.ProtoReflect.Descriptor instead.
 func (*SweepEvent) Descriptor() ([]byte, []int) {
-	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{21}
+	return file_krops_provider_v1_provider_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SweepEvent) GetResource() *Resource {
@@ -1645,9 +1714,13 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\x06remedy\x18\x04 \x01(\tR\x06remedy\"E\n" +
 	"\x11PreflightResponse\x120\n" +
 	"\x06checks\x18\x01 \x03(\v2\x18.krops.provider.v1.CheckR\x06checks\"\x13\n" +
-	"\x11KindConfigRequest\"P\n" +
+	"\x11KindConfigRequest\"\x9e\x01\n" +
 	"\x12KindConfigResponse\x12:\n" +
-	"\x19containerd_config_patches\x18\x01 \x03(\tR\x17containerdConfigPatches\"w\n" +
+	"\x19containerd_config_patches\x18\x01 \x03(\tR\x17containerdConfigPatches\x12L\n" +
+	"\x10registry_mirrors\x18\x02 \x03(\v2!.krops.provider.v1.RegistryMirrorR\x0fregistryMirrors\"J\n" +
+	"\x0eRegistryMirror\x12\x1a\n" +
+	"\bregistry\x18\x01 \x01(\tR\bregistry\x12\x1c\n" +
+	"\tendpoints\x18\x02 \x03(\tR\tendpoints\"w\n" +
 	"\vHookRequest\x12.\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x18.krops.provider.v1.PhaseR\x05phase\x12\x1e\n" +
 	"\n" +
@@ -1770,7 +1843,7 @@ func file_krops_provider_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_krops_provider_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_krops_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_krops_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_krops_provider_v1_provider_proto_goTypes = []any{
 	(Capability)(0),                // 0: krops.provider.v1.Capability
 	(Phase)(0),                     // 1: krops.provider.v1.Phase
@@ -1785,62 +1858,64 @@ var file_krops_provider_v1_provider_proto_goTypes = []any{
 	(*PreflightResponse)(nil),      // 10: krops.provider.v1.PreflightResponse
 	(*KindConfigRequest)(nil),      // 11: krops.provider.v1.KindConfigRequest
 	(*KindConfigResponse)(nil),     // 12: krops.provider.v1.KindConfigResponse
-	(*HookRequest)(nil),            // 13: krops.provider.v1.HookRequest
-	(*HookResponse)(nil),           // 14: krops.provider.v1.HookResponse
-	(*PivotInputsRequest)(nil),     // 15: krops.provider.v1.PivotInputsRequest
-	(*PivotInputsResponse)(nil),    // 16: krops.provider.v1.PivotInputsResponse
-	(*TeardownPolicyRequest)(nil),  // 17: krops.provider.v1.TeardownPolicyRequest
-	(*TeardownPolicyResponse)(nil), // 18: krops.provider.v1.TeardownPolicyResponse
-	(*Resource)(nil),               // 19: krops.provider.v1.Resource
-	(*QueryError)(nil),             // 20: krops.provider.v1.QueryError
-	(*DiscoverRequest)(nil),        // 21: krops.provider.v1.DiscoverRequest
-	(*Scope)(nil),                  // 22: krops.provider.v1.Scope
-	(*DiscoverEvent)(nil),          // 23: krops.provider.v1.DiscoverEvent
-	(*SweepRequest)(nil),           // 24: krops.provider.v1.SweepRequest
-	(*SweepEvent)(nil),             // 25: krops.provider.v1.SweepEvent
-	nil,                            // 26: krops.provider.v1.ConfigureRequest.EnvEntry
-	nil,                            // 27: krops.provider.v1.Resource.TagsEntry
-	(*timestamppb.Timestamp)(nil),  // 28: google.protobuf.Timestamp
+	(*RegistryMirror)(nil),         // 13: krops.provider.v1.RegistryMirror
+	(*HookRequest)(nil),            // 14: krops.provider.v1.HookRequest
+	(*HookResponse)(nil),           // 15: krops.provider.v1.HookResponse
+	(*PivotInputsRequest)(nil),     // 16: krops.provider.v1.PivotInputsRequest
+	(*PivotInputsResponse)(nil),    // 17: krops.provider.v1.PivotInputsResponse
+	(*TeardownPolicyRequest)(nil),  // 18: krops.provider.v1.TeardownPolicyRequest
+	(*TeardownPolicyResponse)(nil), // 19: krops.provider.v1.TeardownPolicyResponse
+	(*Resource)(nil),               // 20: krops.provider.v1.Resource
+	(*QueryError)(nil),             // 21: krops.provider.v1.QueryError
+	(*DiscoverRequest)(nil),        // 22: krops.provider.v1.DiscoverRequest
+	(*Scope)(nil),                  // 23: krops.provider.v1.Scope
+	(*DiscoverEvent)(nil),          // 24: krops.provider.v1.DiscoverEvent
+	(*SweepRequest)(nil),           // 25: krops.provider.v1.SweepRequest
+	(*SweepEvent)(nil),             // 26: krops.provider.v1.SweepEvent
+	nil,                            // 27: krops.provider.v1.ConfigureRequest.EnvEntry
+	nil,                            // 28: krops.provider.v1.Resource.TagsEntry
+	(*timestamppb.Timestamp)(nil),  // 29: google.protobuf.Timestamp
 }
 var file_krops_provider_v1_provider_proto_depIdxs = []int32{
 	0,  // 0: krops.provider.v1.DescribeResponse.capabilities:type_name -> krops.provider.v1.Capability
 	1,  // 1: krops.provider.v1.DescribeResponse.phases:type_name -> krops.provider.v1.Phase
-	26, // 2: krops.provider.v1.ConfigureRequest.env:type_name -> krops.provider.v1.ConfigureRequest.EnvEntry
+	27, // 2: krops.provider.v1.ConfigureRequest.env:type_name -> krops.provider.v1.ConfigureRequest.EnvEntry
 	9,  // 3: krops.provider.v1.PreflightResponse.checks:type_name -> krops.provider.v1.Check
-	1,  // 4: krops.provider.v1.HookRequest.phase:type_name -> krops.provider.v1.Phase
-	2,  // 5: krops.provider.v1.TeardownPolicyResponse.host_removal:type_name -> krops.provider.v1.HostRemoval
-	28, // 6: krops.provider.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	27, // 7: krops.provider.v1.Resource.tags:type_name -> krops.provider.v1.Resource.TagsEntry
-	19, // 8: krops.provider.v1.DiscoverEvent.resource:type_name -> krops.provider.v1.Resource
-	20, // 9: krops.provider.v1.DiscoverEvent.error:type_name -> krops.provider.v1.QueryError
-	22, // 10: krops.provider.v1.DiscoverEvent.scope:type_name -> krops.provider.v1.Scope
-	19, // 11: krops.provider.v1.DiscoverEvent.suspect:type_name -> krops.provider.v1.Resource
-	19, // 12: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
-	19, // 13: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
-	3,  // 14: krops.provider.v1.SweepEvent.state:type_name -> krops.provider.v1.SweepState
-	4,  // 15: krops.provider.v1.Provider.Describe:input_type -> krops.provider.v1.DescribeRequest
-	6,  // 16: krops.provider.v1.Provider.Configure:input_type -> krops.provider.v1.ConfigureRequest
-	8,  // 17: krops.provider.v1.Provider.Preflight:input_type -> krops.provider.v1.PreflightRequest
-	11, // 18: krops.provider.v1.Provider.KindConfig:input_type -> krops.provider.v1.KindConfigRequest
-	13, // 19: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
-	15, // 20: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
-	17, // 21: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
-	21, // 22: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
-	24, // 23: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
-	5,  // 24: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
-	7,  // 25: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
-	10, // 26: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
-	12, // 27: krops.provider.v1.Provider.KindConfig:output_type -> krops.provider.v1.KindConfigResponse
-	14, // 28: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
-	16, // 29: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
-	18, // 30: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
-	23, // 31: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
-	25, // 32: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	13, // 4: krops.provider.v1.KindConfigResponse.registry_mirrors:type_name -> krops.provider.v1.RegistryMirror
+	1,  // 5: krops.provider.v1.HookRequest.phase:type_name -> krops.provider.v1.Phase
+	2,  // 6: krops.provider.v1.TeardownPolicyResponse.host_removal:type_name -> krops.provider.v1.HostRemoval
+	29, // 7: krops.provider.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	28, // 8: krops.provider.v1.Resource.tags:type_name -> krops.provider.v1.Resource.TagsEntry
+	20, // 9: krops.provider.v1.DiscoverEvent.resource:type_name -> krops.provider.v1.Resource
+	21, // 10: krops.provider.v1.DiscoverEvent.error:type_name -> krops.provider.v1.QueryError
+	23, // 11: krops.provider.v1.DiscoverEvent.scope:type_name -> krops.provider.v1.Scope
+	20, // 12: krops.provider.v1.DiscoverEvent.suspect:type_name -> krops.provider.v1.Resource
+	20, // 13: krops.provider.v1.SweepRequest.scope:type_name -> krops.provider.v1.Resource
+	20, // 14: krops.provider.v1.SweepEvent.resource:type_name -> krops.provider.v1.Resource
+	3,  // 15: krops.provider.v1.SweepEvent.state:type_name -> krops.provider.v1.SweepState
+	4,  // 16: krops.provider.v1.Provider.Describe:input_type -> krops.provider.v1.DescribeRequest
+	6,  // 17: krops.provider.v1.Provider.Configure:input_type -> krops.provider.v1.ConfigureRequest
+	8,  // 18: krops.provider.v1.Provider.Preflight:input_type -> krops.provider.v1.PreflightRequest
+	11, // 19: krops.provider.v1.Provider.KindConfig:input_type -> krops.provider.v1.KindConfigRequest
+	14, // 20: krops.provider.v1.Provider.Hook:input_type -> krops.provider.v1.HookRequest
+	16, // 21: krops.provider.v1.Provider.PivotInputs:input_type -> krops.provider.v1.PivotInputsRequest
+	18, // 22: krops.provider.v1.Provider.TeardownPolicy:input_type -> krops.provider.v1.TeardownPolicyRequest
+	22, // 23: krops.provider.v1.Provider.Discover:input_type -> krops.provider.v1.DiscoverRequest
+	25, // 24: krops.provider.v1.Provider.Sweep:input_type -> krops.provider.v1.SweepRequest
+	5,  // 25: krops.provider.v1.Provider.Describe:output_type -> krops.provider.v1.DescribeResponse
+	7,  // 26: krops.provider.v1.Provider.Configure:output_type -> krops.provider.v1.ConfigureResponse
+	10, // 27: krops.provider.v1.Provider.Preflight:output_type -> krops.provider.v1.PreflightResponse
+	12, // 28: krops.provider.v1.Provider.KindConfig:output_type -> krops.provider.v1.KindConfigResponse
+	15, // 29: krops.provider.v1.Provider.Hook:output_type -> krops.provider.v1.HookResponse
+	17, // 30: krops.provider.v1.Provider.PivotInputs:output_type -> krops.provider.v1.PivotInputsResponse
+	19, // 31: krops.provider.v1.Provider.TeardownPolicy:output_type -> krops.provider.v1.TeardownPolicyResponse
+	24, // 32: krops.provider.v1.Provider.Discover:output_type -> krops.provider.v1.DiscoverEvent
+	26, // 33: krops.provider.v1.Provider.Sweep:output_type -> krops.provider.v1.SweepEvent
+	25, // [25:34] is the sub-list for method output_type
+	16, // [16:25] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_krops_provider_v1_provider_proto_init() }
@@ -1848,7 +1923,7 @@ func file_krops_provider_v1_provider_proto_init() {
 	if File_krops_provider_v1_provider_proto != nil {
 		return
 	}
-	file_krops_provider_v1_provider_proto_msgTypes[19].OneofWrappers = []any{
+	file_krops_provider_v1_provider_proto_msgTypes[20].OneofWrappers = []any{
 		(*DiscoverEvent_Resource)(nil),
 		(*DiscoverEvent_Error)(nil),
 		(*DiscoverEvent_Scope)(nil),
@@ -1860,7 +1935,7 @@ func file_krops_provider_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_krops_provider_v1_provider_proto_rawDesc), len(file_krops_provider_v1_provider_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
