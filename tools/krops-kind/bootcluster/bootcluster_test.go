@@ -154,7 +154,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	out := &strings.Builder{}
 	f := &fixture{cluster: c, out: out,
-		kind:     &standInKind{clusters: map[string]bool{}, kubeconfig: string(kc), internal: string(kc)},
+		kind: &standInKind{clusters: map[string]bool{}, kubeconfig: string(kc), internal: string(kc)},
 		provider: &standInProvider{kind: ProviderKind{ContainerdPatches: []string{"[plugins.patch]\n"},
 			Mirrors: []kindcfg.Mirror{{Registry: "localhost:5001", Endpoints: []string{"http://krops-registry:5000"}, Source: "provider docker"}}}},
 	}
