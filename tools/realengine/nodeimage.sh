@@ -74,11 +74,27 @@ packages=systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,k
 bin="$cache/bin"
 mkdir -p "$bin"
 
+# debs <package...>: the build machine's Debian packages, installed when
+# missing (a fresh machine has none of them) and only where the lane may
+# change the machine, as engine.sh does for the engine.
+debs() {
+	local missing=()
+	for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
+	((${#missing[@]} == 0)) && return 0
+	case "${CI:-}${KROPS_REAL_ENGINE:-}" in
+	"" | 0 | false) echo "realengine: missing Debian packages ${missing[*]}: apt-get install them, or rerun with KROPS_REAL_ENGINE=1" >&2; exit 2 ;;
+	esac
+	echo "realengine: installing ${missing[*]}" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt.log" 2>&1 ||
+		{ tail -20 "$cache/apt.log" >&2; exit 1; }
+}
+
 # --- the Debian base (debootstrap) -----------------------------------------
 base_tag="krops.local/realengine-base:$release-$(sha256sum <<<"$packages" | cut -c1-12)"
 base_tar="$cache/rootfs-${base_tag##*:}.tar"
 debootstrap_base() {
 	local fs="$cache/rootfs.tmp"
+	debs debootstrap
 	rm -rf "$fs"
 	debootstrap --variant=minbase --include="$packages" "$release" "$fs" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
 		{ tail -20 "$cache/debootstrap.log" >&2; exit 1; }
@@ -108,6 +124,8 @@ gobin() { # gobin <dir> <env...> -- <go install args...>: into $bin/<dir> unless
 	"github.com/containerd/containerd/v2/cmd/containerd@$containerd_version" \
 	"github.com/containerd/containerd/v2/cmd/ctr@$containerd_version" \
 	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version"
+# runc's seccomp support is cgo against libseccomp.
+[[ -d "$bin/runc-$runc_version" ]] || debs libseccomp-dev pkg-config gcc libc6-dev
 [[ -d "$bin/runc-$runc_version" ]] || timed "runc $runc_version" gobin "runc-$runc_version" CGO_ENABLED=1 -- \
 	-tags seccomp -ldflags "-s -w -X main.version=${runc_version#v}" "github.com/opencontainers/runc@$runc_version"
 [[ -d "$bin/crictl-$crictl_version" ]] || timed "crictl $crictl_version" gobin "crictl-$crictl_version" CGO_ENABLED=0 -- \
