@@ -100,7 +100,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
@@ -112,6 +111,7 @@ require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/kropsdev/krops/plugins/sdk v0.0.0
 	github.com/kropsdev/krops/tools/testenv v0.0.0
+	k8s.io/klog/v2 v2.140.0
 )
 
 // Monorepo module: always built from this checkout.

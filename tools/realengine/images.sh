@@ -7,14 +7,62 @@
 #                github.com/distribution/distribution/v3 (the registry:2
 #                image on Docker Hub carries distribution 2.8), with the
 #                same command, port and storage path.
+#   ghcr.io/controlplaneio-fluxcd/flux-operator:<v>
+#                the Flux Operator the testbin builds (tools/testbin/
+#                flux-operator.sh: the newest version the proxy serves) with
+#                its distribution manifests in /data, as its Dockerfile lays
+#                it out (distroless nonroot: user 65532, /flux-operator).
+#                Its preflight reads /etc/os-release (distroless 12+):
+#                the image carries a stand-in of distroless's file.
+#                The operator refuses to run outside FIPS mode; upstream
+#                builds it with GOFIPS140=latest, the image sets
+#                GODEBUG=fips140=on instead.
+#   ghcr.io/fluxcd/source-controller:<v>, kustomize-controller:<v>
+#                built from their modules at the versions the operator's
+#                manifests name for the newest Flux it ships
+#                (data/flux-images/<flux>/upstream-alpine.yaml), pinned in
+#                tools/realengine/flux/go.mod; user 65534 like upstream's.
+#   ghcr.io/fluxcd/helm-controller:<v>, notification-controller:<v>
+#                STAND-INS: the proxy serves neither module, so these run
+#                tools/testenv/cmd/krops-standin-controller (answers the
+#                probes, reconciles nothing).
+#
+# Every image carries a krops.dev/built-by label with this script's hash
+# and its version: a warm run with nothing changed builds nothing.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+# shellcheck source=../testbin/lib.sh
+. "$root/tools/testbin/lib.sh"
 export GOWORK=off
 cache="${KROPS_REAL_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krops/realengine}"
 mkdir -p "$cache"
 distribution_version="${KROPS_REAL_ENGINE_DISTRIBUTION:-v3.1.2}"
 # The image's label carries this script's hash: a change here rebuilds it.
 script_key="$(sha256sum "$0" | cut -c1-12)"
+
+timed() { # timed <what> <command...>: runs it, records its seconds
+	local what="$1" start=$SECONDS
+	shift
+	echo "realengine: building $what" >&2
+	"$@"
+	printf '%s %-40s %5ds\n' "$(date -u +%FT%TZ)" "$what" $((SECONDS - start)) | tee -a "$cache/timings.log" >&2
+}
+
+# current <image> <key>: whether the engine has image, built from key.
+current() {
+	[[ "$(docker image inspect -f '{{index .Config.Labels "krops.dev/built-by"}}' "$1" 2>/dev/null)" == "$2" ]]
+}
+
+# assemble <image> <fs dir> <key> <docker import --change...>: the image from
+# a directory, labelled with its key.
+assemble() {
+	local image="$1" fs="$2" key="$3"
+	shift 3
+	local changes=()
+	for c in "$@" "LABEL krops.dev/built-by=\"$key\""; do changes+=(--change "$c"); done
+	tar -C "$fs" --owner=0 --group=0 -c . | docker import "${changes[@]}" - "$image" >/dev/null
+}
 
 registry_image() {
 	local work="$cache/registry.tmp" bin="$cache/bin/registry-$distribution_version"
@@ -34,16 +82,102 @@ storage:
   delete: {enabled: true}
 http: {addr: ":5000"}
 YAML
-	tar -C "$work/fs" -c . | docker import \
-		--change 'ENTRYPOINT ["/bin/registry"]' --change 'CMD ["serve", "/etc/distribution/config.yml"]' \
-		--change 'EXPOSE 5000' --change 'VOLUME ["/var/lib/registry"]' \
-		--change "LABEL krops.dev/stand-in=\"distribution $distribution_version built by tools/realengine/images.sh ($script_key), not Docker Hub's registry:2\"" \
-		- registry:2 >/dev/null
+	assemble registry:2 "$work/fs" "$1" \
+		'ENTRYPOINT ["/bin/registry"]' 'CMD ["serve", "/etc/distribution/config.yml"]' 'EXPOSE 5000' 'VOLUME ["/var/lib/registry"]' \
+		"LABEL krops.dev/stand-in=\"distribution $distribution_version, not Docker Hub's registry:2\""
 	rm -rf "$work"
 }
-if [[ "$(docker image inspect -f '{{index .Config.Labels "krops.dev/stand-in"}}' registry:2 2>/dev/null)" != *"distribution $distribution_version built by tools/realengine/images.sh ($script_key)"* ]]; then
-	start=$SECONDS
-	echo "realengine: building registry:2 from distribution $distribution_version" >&2
-	registry_image
-	printf '%s %-40s %5ds\n' "$(date -u +%FT%TZ)" "registry:2 (distribution $distribution_version)" $((SECONDS - start)) | tee -a "$cache/timings.log" >&2
-fi
+key="registry $distribution_version ($script_key)"
+current registry:2 "$key" || timed "registry:2 (distribution $distribution_version)" registry_image "$key"
+
+# The Flux Operator and the Flux it installs.
+operator_dir="$("$root/tools/testbin/flux-operator.sh" | tail -1)"
+[[ -x "$operator_dir/flux-operator" ]] || { echo "realengine: tools/testbin/flux-operator.sh gave no operator in '$operator_dir'" >&2; exit 1; }
+operator_version="$(basename "$operator_dir")"
+operator_version="${operator_version#flux-operator-}"
+flux_version="$(cd "$operator_dir/data/flux-images" && ls -d v* | sort -V | tail -1)"
+[[ -n "$flux_version" ]] || { echo "realengine: no Flux version in $operator_dir/data/flux-images" >&2; exit 1; }
+images_file="$operator_dir/data/flux-images/$flux_version/upstream-alpine.yaml"
+# pinned <component>: the tag the operator's manifests give it.
+pinned() {
+	local v
+	v="$(awk -v n="ghcr.io/fluxcd/$1" '$2 == "name:" && $3 == n {getline; print $2; exit}' "$images_file")"
+	[[ -n "$v" ]] || { echo "realengine: $images_file names no ghcr.io/fluxcd/$1" >&2; return 1; }
+	printf '%s\n' "$v"
+}
+
+operator_image() {
+	local work="$cache/operator.tmp"
+	rm -rf "$work" && mkdir -p "$work/fs/tmp" "$work/fs/etc"
+	# The operator's preflight reads the container OS and accepts
+	# distroless 12 or newer (its entitlement package): this file stands in
+	# for the one gcr.io/distroless/static:nonroot carries.
+	cat >"$work/fs/etc/os-release" <<'OS'
+# STAND-IN for gcr.io/distroless/static's os-release (tools/realengine/images.sh)
+PRETTY_NAME="Distroless"
+NAME="Debian GNU/Linux"
+ID="debian"
+VERSION_ID="12"
+OS
+	cp "$operator_dir/flux-operator" "$work/fs/flux-operator"
+	cp -r "$operator_dir/data" "$work/fs/data"
+	assemble "ghcr.io/controlplaneio-fluxcd/flux-operator:$operator_version" "$work/fs" "$1" \
+		'USER 65532:65532' 'WORKDIR /' 'ENTRYPOINT ["/flux-operator"]' \
+		'ENV GODEBUG=fips140=on' \
+		"LABEL krops.dev/stand-in=\"the testbin's flux-operator $operator_version; upstream's is built with GOFIPS140=latest, which this ENV stands for\""
+	rm -rf "$work"
+}
+key="flux-operator $operator_version ($script_key)"
+current "ghcr.io/controlplaneio-fluxcd/flux-operator:$operator_version" "$key" ||
+	timed "flux-operator $operator_version" operator_image "$key"
+
+# controller_image <image> <key> <binary> <stand-in label or ""> <entrypoint args...>
+controller_image() {
+	local image="$1" key="$2" bin="$3" standin="$4" work="$cache/controller.tmp"
+	shift 4
+	local changes=('USER 65534:65534')
+	local entry="\"/usr/local/bin/$(basename "$bin")\""
+	for a in "$@"; do entry+=", \"$a\""; done
+	rm -rf "$work" && mkdir -p "$work/fs/usr/local/bin" "$work/fs/tmp" "$work/fs/data"
+	cp "$bin" "$work/fs/usr/local/bin/"
+	changes+=("ENTRYPOINT [$entry]")
+	[[ -z "$standin" ]] || changes+=("LABEL krops.dev/stand-in=\"$standin\"")
+	assemble "$image" "$work/fs" "$key" "${changes[@]}"
+	rm -rf "$work"
+}
+
+flux_dir="$here/flux"
+for c in source-controller kustomize-controller; do
+	want="$(pinned "$c")"
+	have="$(modversion "$flux_dir" "github.com/fluxcd/$c")"
+	if [[ "$want" != "$have" ]]; then
+		echo "realengine: the Flux Operator $operator_version installs $c $want (Flux $flux_version); tools/realengine/flux/go.mod pins $have: pin $want there" >&2
+		exit 1
+	fi
+	image="ghcr.io/fluxcd/$c:$want"
+	key="$c $want ($script_key)"
+	current "$image" "$key" && continue
+	bin="$cache/bin/flux-$c-$want"
+	if [[ ! -x "$bin/$c" ]]; then
+		rm -rf "$bin.tmp" && mkdir -p "$bin.tmp"
+		timed "$c $want (program)" sh -c 'cd "$1" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$2/" "$3"' \
+			_ "$flux_dir" "$bin.tmp" "github.com/fluxcd/$c"
+		mv "$bin.tmp" "$bin"
+	fi
+	timed "$image" controller_image "$image" "$key" "$bin/$c" ""
+done
+
+standin="$cache/bin/krops-standin-controller-$script_key"
+for c in helm-controller notification-controller; do
+	want="$(pinned "$c")"
+	image="ghcr.io/fluxcd/$c:$want"
+	key="stand-in $c $want ($script_key)"
+	current "$image" "$key" && continue
+	if [[ ! -x "$standin/krops-standin-controller" ]]; then
+		rm -rf "$standin.tmp" && mkdir -p "$standin.tmp"
+		(cd "$root" && GOWORK= CGO_ENABLED=0 go build -trimpath -o "$standin.tmp/" ./tools/testenv/cmd/krops-standin-controller)
+		mv "$standin.tmp" "$standin"
+	fi
+	timed "$image (stand-in)" controller_image "$image" "$key" "$standin/krops-standin-controller" \
+		"krops-standin-controller: answers $c's probes, reconciles nothing" "--stands-in-for=$c"
+done

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/kit/config"
@@ -189,6 +190,11 @@ func New(o Options) *ucli.App {
 			return Usagef("--log-format %q is not valid: want text or json", c.String("log-format"))
 		}
 		c.App.Metadata[metaLogger] = slog.New(h)
+		// client-go reports through klog, a process-wide logger, on stderr
+		// by default: a watch retried while a CRD is not served yet printed
+		// "E1203 ... Failed to watch" lines into the progress output. The
+		// binary owns the process, so its logger takes them, as detail.
+		klog.SetSlogLogger(slog.New(debugOnly{h}))
 		if jl, ok := c.App.Metadata[metaJSON].(*atomic.Pointer[slog.Logger]); ok && c.String("log-format") == "json" {
 			jl.Store(slog.New(h))
 		}
@@ -208,6 +214,27 @@ func New(o Options) *ucli.App {
 	}
 	return app
 }
+
+// debugOnly lowers every record to Debug: what client-go reports on its
+// own (retries, watch errors) is detail the tools' progress lines already
+// summarise, shown with --verbose.
+type debugOnly struct{ slog.Handler }
+
+func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	// logr hands errors over without asking Enabled.
+	if !d.Handler.Enabled(ctx, slog.LevelDebug) {
+		return nil
+	}
+	r.Level = slog.LevelDebug
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d debugOnly) WithAttrs(a []slog.Attr) slog.Handler { return debugOnly{d.Handler.WithAttrs(a)} }
+func (d debugOnly) WithGroup(n string) slog.Handler      { return debugOnly{d.Handler.WithGroup(n)} }
 
 // Printer is the binary's printer on w (the app's ErrWriter for progress,
 // its Writer for results), in the format --log-format chose: plain lines or

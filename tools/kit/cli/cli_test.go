@@ -13,6 +13,7 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"github.com/kropsdev/krops/tools/kit/config"
 )
@@ -397,5 +398,33 @@ func TestKnobFlagsMayFollowASubcommand(t *testing.T) {
 		}}}})
 	if code := Run(context.Background(), app, []string{"krops-test", "sub", "arg", "--registry-port", "7002"}, RunOptions{}); code != 0 || port != "7002" {
 		t.Errorf("exit %d, port %q: %s", code, port, errOut.String())
+	}
+}
+
+// client-go's own reports (klog) go through the tool's logger as detail:
+// absent from a normal run's stderr, present with -v. Not parallel: klog
+// is process-wide.
+func TestClientGoReportsAreDetail(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var got seen
+	watchFailed := func(*ucli.Context) error {
+		klog.ErrorS(errors.New("the server could not find the requested resource"), "Failed to watch")
+		klog.Flush()
+		return nil
+	}
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{[]string{"krops-test"}, false}, {[]string{"krops-test", "-v"}, true}} {
+		errOut.Reset()
+		if code := Run(context.Background(), testApp(t, &out, &errOut, &got, watchFailed), tc.args, RunOptions{}); code != 0 {
+			t.Fatalf("%v: exit %d", tc.args, code)
+		}
+		if shown := strings.Contains(errOut.String(), "Failed to watch"); shown != tc.want || strings.Contains(errOut.String(), "E12") {
+			t.Errorf("%v: stderr %q", tc.args, errOut.String())
+		}
+	}
+	if !strings.Contains(errOut.String(), "level=DEBUG") {
+		t.Errorf("-v: client-go's report is not a debug record: %q", errOut.String())
 	}
 }

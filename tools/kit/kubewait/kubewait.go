@@ -68,6 +68,11 @@ type State struct {
 	Message string
 	// Failed: the condition is False (the controller refused, for now).
 	Failed bool
+	// Stalled: the controller set Stalled=True for this generation (the
+	// kstatus convention Flux and the Flux Operator follow for a terminal
+	// error): it will not retry until the object changes, so waiting on is
+	// pointless.
+	Stalled bool
 	// LastFailure is the last False message seen while the condition has
 	// since gone back to Unknown (a controller retrying): the reason the
 	// user needs when the wait runs out mid-retry.
@@ -126,11 +131,21 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("not ready after %s; blocking: %s", e.Timeout, strings.Join(parts, "; "))
 }
 
+// StalledError ends a wait early: a target's controller gave up on it.
+type StalledError struct {
+	State State
+}
+
+func (e *StalledError) Error() string {
+	return e.State.Target.String() + " is stalled (its controller gave up and retries only when the object changes): " + e.State.Message
+}
+
 // ErrInterrupted wraps the error of a wait cancelled by its caller (Ctrl-C).
 var ErrInterrupted = errors.New("interrupted while waiting")
 
 // All waits until every target's condition is True for its current
-// generation.
+// generation. A target whose controller stalls ends the wait at once with a
+// *StalledError.
 func All(ctx context.Context, o Options, targets ...Target) error {
 	parent := ctx
 	if o.Timeout > 0 {
@@ -138,6 +153,9 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
+	deadline := ctx
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	w := &waiter{o: o, states: make([]State, len(targets)), lastFail: map[int]string{}}
 	for i, t := range targets {
 		w.states[i] = State{Target: t, Message: "not found yet"}
@@ -148,17 +166,22 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = w.one(ctx, i, t)
+			if errs[i] = w.one(ctx, i, t); errs[i] != nil {
+				stop() // one target's failure ends the others' waits
+			}
 		}()
 	}
 	wg.Wait()
 	if parent.Err() != nil {
 		return fmt.Errorf("%w: %s", ErrInterrupted, w.blocking())
 	}
-	if ctx.Err() != nil {
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if deadline.Err() != nil {
 		return &TimeoutError{Timeout: o.Timeout, Blocking: w.notReady()}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 type waiter struct {
@@ -238,8 +261,15 @@ func (w *waiter) one(ctx context.Context, i int, t Target) error {
 		}
 		s := Evaluate(u, t)
 		w.set(i, s)
+		if s.Stalled {
+			return false, &StalledError{State: s}
+		}
 		return s.Ready, nil
 	})
+	var stalled *StalledError
+	if errors.As(err, &stalled) {
+		return stalled
+	}
 	if err != nil && ctx.Err() == nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("waiting for %s: the API server does not serve %s: %w", t, t.Resource, err)
@@ -270,13 +300,18 @@ func NotReady(ctx context.Context, client dynamic.Interface, like Target, ns str
 }
 
 // Evaluate says where an object stands against its target.
-func Evaluate(u *unstructured.Unstructured, t Target) State {
-	s := State{Target: t, Found: true}
+func Evaluate(u *unstructured.Unstructured, t Target) (s State) {
+	s = State{Target: t, Found: true}
 	if t.Exists {
 		s.Ready = true
 		return s
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	defer func() {
+		if !s.Ready {
+			s.Stalled = stalled(u, conds)
+		}
+	}()
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok || m["type"] != t.condition() {
@@ -304,6 +339,23 @@ func Evaluate(u *unstructured.Unstructured, t Target) State {
 	}
 	s.Message = "no " + t.condition() + " condition yet"
 	return s
+}
+
+// stalled reports a Stalled=True condition that speaks for the object's
+// current generation.
+func stalled(u *unstructured.Unstructured, conds []any) bool {
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Stalled" || m["status"] != "True" {
+			continue
+		}
+		observed, has := generation(m["observedGeneration"])
+		if !has {
+			observed, has = generationAt(u, "status", "observedGeneration")
+		}
+		return !has || observed >= u.GetGeneration()
+	}
+	return false
 }
 
 func generation(v any) (int64, bool) {

@@ -189,3 +189,48 @@ func TestTheLastFailureOutlivesARetry(t *testing.T) {
 		t.Errorf("blocking %q", got)
 	}
 }
+
+// A controller that sets Stalled=True has given up until the object
+// changes: the wait ends with its reason instead of running into the
+// timeout, and the other targets' waits end with it. The conditions are
+// written by hand (a STAND-IN for the Flux Operator's terminal BuildFailed,
+// which the real-engine lane met).
+func TestAStalledTargetEndsTheWait(t *testing.T) {
+	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.FluxKustomize}})
+	ctx := context.Background()
+	cluster.CreateYAML(t, ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-system}\n")
+	u := cluster.CreateYAML(t, ctx, kustomization("k", "x"))
+	for _, c := range []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "BuildFailed", Message: "failed to read /etc/os-release", ObservedGeneration: 1},
+		{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "BuildFailed", Message: "failed to read /etc/os-release", ObservedGeneration: 1},
+	} {
+		if err := testenv.SetCondition(ctx, cluster.Client, u, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dyn := dynamic.NewForConfigOrDie(cluster.Config)
+	// A timeout the test would notice: a wait that ignored the stall
+	// would end in a TimeoutError after it.
+	err := kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: 2 * time.Minute}, ks("never-there"), ks("k"))
+	var se *kubewait.StalledError
+	if !errors.As(err, &se) || se.State.Target.Name != "k" ||
+		err.Error() != "Kustomization flux-system/k is stalled (its controller gave up and retries only when the object changes): Ready=False BuildFailed: failed to read /etc/os-release" {
+		t.Fatalf("err = %v", err)
+	}
+
+	// Stalled for an older generation speaks for nothing: the spec
+	// changed, the controller will try again.
+	cur, err := dyn.Resource(kustomizations).Namespace("flux-system").Get(ctx, "k", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Object["spec"].(map[string]any)["path"] = "./y" // generation 2
+	if _, err := dyn.Resource(kustomizations).Namespace("flux-system").Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: 2 * time.Second}, ks("k"))
+	var te *kubewait.TimeoutError
+	if !errors.As(err, &te) || te.Blocking[0].Stalled {
+		t.Errorf("after a spec change: err = %v", err)
+	}
+}

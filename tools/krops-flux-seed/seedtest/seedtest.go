@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,21 +33,66 @@ import (
 // the loopback registry as <host>/charts/flux-operator:<version>. version
 // is the chart version bootstrap.toml pins (0.61.0), because the seed pulls
 // exactly that; the chart's appVersion and its stand-in annotation say
-// which manifests it really carries.
+// which manifests it really carries. The envtest lanes run the operator as
+// a process, so this chart carries only its ServiceAccount and Deployment.
 func StandInOperatorChart(t testing.TB, reg *testenv.OCIRegistry, version string) string {
+	t.Helper()
+	return PushOperatorChart(t, reg.Host, OperatorChart{Version: version})
+}
+
+// OperatorChart is what PushOperatorChart builds.
+type OperatorChart struct {
+	// Version is the chart version bootstrap.toml pins.
+	Version string
+	// Image, when set, makes the chart one real nodes run: the operator's
+	// CRDs (crds/), its ServiceAccount bound to cluster-admin, its
+	// Service, and the Deployment running Image.
+	Image string
+}
+
+// PushOperatorChart builds the stand-in flux-operator chart (see
+// StandInOperatorChart) and pushes it over plain HTTP to the registry at
+// host as <host>/charts/flux-operator:<version>; it returns the chart
+// repository, oci://<host>/charts.
+func PushOperatorChart(t testing.TB, host string, c OperatorChart) string {
 	t.Helper()
 	crd := testenv.CRDPaths(t, testenv.FluxOperator)[0]
 	module := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(crd)))) // .../config/crd/bases/x.yaml
-	var templates []*common.File
-	for _, f := range []string{"config/manager/account.yaml", "config/manager/deployment.yaml"} {
+	read := func(f string) []byte {
 		b, err := os.ReadFile(filepath.Join(module, f))
 		if err != nil {
 			t.Fatalf("the operator module's install manifests: %v", err)
 		}
+		return b
+	}
+	files := []string{"config/manager/account.yaml", "config/manager/deployment.yaml"}
+	if c.Image != "" {
+		files = append(files, "config/manager/service.yaml", "config/default/rbac.yaml")
+	}
+	var templates, crds []*common.File
+	for _, f := range files {
+		b := read(f)
+		switch {
+		case c.Image != "" && strings.HasSuffix(f, "deployment.yaml"):
+			// kustomize sets the image in the operator's own build.
+			b = []byte(strings.Replace(string(b), "image: flux-operator:latest", "image: "+c.Image, 1))
+		case strings.HasSuffix(f, "rbac.yaml"):
+			b = []byte(strings.ReplaceAll(string(b), "namespace: flux-system", "namespace: {{ .Release.Namespace }}"))
+		}
 		templates = append(templates, &common.File{Name: "templates/" + filepath.Base(f), Data: b})
 	}
-	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "flux-operator", Version: version, AppVersion: testenv.FluxOperator.Version,
-		Annotations: map[string]string{"krops.dev/stand-in": "flux-operator " + testenv.FluxOperator.Version + " install manifests under chart version " + version}}, Templates: templates}
+	if c.Image != "" {
+		for _, p := range testenv.CRDPaths(t, testenv.FluxOperator) {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crds = append(crds, &common.File{Name: "crds/" + filepath.Base(p), Data: b})
+		}
+	}
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "flux-operator", Version: c.Version, AppVersion: testenv.FluxOperator.Version,
+		Annotations: map[string]string{"krops.dev/stand-in": "flux-operator " + testenv.FluxOperator.Version + " install manifests under chart version " + c.Version}},
+		Templates: templates, Files: crds}
 	dir := t.TempDir()
 	path, err := chartutil.Save(ch, dir)
 	if err != nil {
@@ -60,10 +106,10 @@ func StandInOperatorChart(t testing.TB, reg *testenv.OCIRegistry, version string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rc.Push(data, reg.Host+"/charts/flux-operator:"+version); err != nil {
+	if _, err := rc.Push(data, host+"/charts/flux-operator:"+c.Version); err != nil {
 		t.Fatal(err)
 	}
-	return "oci://" + reg.Host + "/charts"
+	return "oci://" + host + "/charts"
 }
 
 // StandInKubelet is a STAND-IN for kubelets (none run here): it marks every
