@@ -35,11 +35,17 @@ func newApp() *ucli.App {
 		Description: `Runs "task <args>" in the toolbox container: the repository at /workspace, .kube/ persisted in it,
 the engine's socket mounted at /var/run/docker.sock (Docker: /var/run/docker.sock, or the current context's unix
 socket for rootless Docker; Podman: the socket podman info reports, rootful, rootless or in a podman machine;
-ENGINE_SOCK overrides), on the kind network. .env is read first and wins over the environment, as in task and mise.
-Only the krops knobs and cloud credentials pass in, by name (-e NAME), so values never appear in argv; KROPS_TOOLBOX,
-ENGINE_SOCK, CONTAINER_ENGINE and KUBECONFIG are set for the inside, with a warning when yours differ. Files named
-by AGE_KEY_FILE, MGMT_KUBECONFIG, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE and GOOGLE_APPLICATION_CREDENTIALS
-are mounted read-only and the variables rewritten. The task's exit code is the command's.`,
+ENGINE_SOCK overrides), on the kind network when it exists (before the first kind cluster, krops-kind joins it from
+inside). On a rootful Linux engine the container runs as your user id, with the socket's group and HOME=/tmp, so
+.kube/ and the rest stay yours; rootless engines and Docker Desktop map the container's user to you already.
+.env is read first and wins over the environment, as in task and mise. Only the krops knobs and cloud credentials
+pass in, by name (-e NAME), so values never appear in argv; KROPS_TOOLBOX, ENGINE_SOCK, CONTAINER_ENGINE and
+KUBECONFIG are set for the inside, with a warning when yours differ. Files named by AGE_KEY_FILE, AWS_CONFIG_FILE,
+AWS_SHARED_CREDENTIALS_FILE and GOOGLE_APPLICATION_CREDENTIALS are mounted read-only and the variables rewritten;
+MGMT_KUBECONFIG (default: .kube/krops-<env>-mgmt.yaml in the repository) outside the repository has its directory
+mounted read-write, since the pivot writes it. The checkout's commit, branch and origin (without credentials) are
+read here with git and passed as KROPS_OCI_GIT_SHA, _REF and KROPS_OCI_SOURCE_URL unless set. The task's exit code
+is the command's.`,
 		Version: version,
 		Commands: []*ucli.Command{{
 			Name:      "run",
@@ -109,7 +115,7 @@ func runAction(c *ucli.Context) error {
 	home, _ := os.UserHomeDir()
 	plan, err := toolbox.Prepare(c.Context, toolbox.Options{
 		Repo: repo, Image: c.String("image"), Args: c.Args().Slice(), Environ: os.Environ(),
-		Terminal: isatty.IsTerminal(os.Stdin.Fd()), Home: home,
+		Terminal: isatty.IsTerminal(os.Stdin.Fd()), Home: home, UID: os.Getuid(), GID: os.Getgid(),
 	})
 	if err != nil {
 		return cli.UsageError(err)

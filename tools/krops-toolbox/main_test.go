@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,10 +44,11 @@ case "$1" in
     exit 0 ;;
   --version) echo "__ENGINE__ version 0.0.0-standin"; exit 0 ;;
   context) echo "$STANDIN_CONTEXT_HOST"; exit 0 ;;
+  network) [ "$2" = inspect ] && [ -n "$STANDIN_KIND_NETWORK" ] && exit 0; echo "Error: No such network: $3" >&2; exit 1 ;;
   run)
     shift
     printf '%s\n' "$@" > "$STANDIN_LOG"
-    printf 'GITHUB_TOKEN=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$GITHUB_TOKEN" "$AWS_SECRET_ACCESS_KEY" > "$STANDIN_LOG.env"
+    printf 'GITHUB_TOKEN=%s\nAWS_SECRET_ACCESS_KEY=%s\nKROPS_OCI_SOURCE_URL=%s\n' "$GITHUB_TOKEN" "$AWS_SECRET_ACCESS_KEY" "$KROPS_OCI_SOURCE_URL" > "$STANDIN_LOG.env"
     exit "${STANDIN_EXIT:-0}" ;;
 esac
 exit 1
@@ -187,6 +190,47 @@ func TestHostFilesAreMountedAndRewritten(t *testing.T) {
 	r, _, _ = s.run(t, []string{"AGE_KEY_FILE=/nonexistent/age.key"}, "run", "--", "pivot")
 	if r.Code != 2 || !strings.Contains(r.Stderr, "AGE_KEY_FILE=/nonexistent/age.key") {
 		t.Errorf("a missing host file: exit %d:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// The kind network is joined only when it exists (before the first kind
+// cluster docker run would refuse it; krops-kind joins from inside); a
+// management kubeconfig outside the repository gets its directory mounted
+// read-write, since the pivot writes it; the artifact's source is read from
+// the checkout here and passed by name.
+func TestNetworkOutputFileAndSource(t *testing.T) {
+	s := newSite(t, "docker")
+	r, argv, _ := s.run(t, nil, "run", "--", "bootstrap")
+	if r.Code != 0 || slices.Contains(argv, "--network") {
+		t.Errorf("no kind network yet: exit %d, argv:\n%s\n%s", r.Code, strings.Join(argv, "\n"), r.Stderr)
+	}
+	r, argv, _ = s.run(t, []string{"STANDIN_KIND_NETWORK=1"}, "run", "--", "teardown")
+	if r.Code != 0 || !has(argv, "--network", "kind") {
+		t.Errorf("a kind network: exit %d, argv:\n%s\n%s", r.Code, strings.Join(argv, "\n"), r.Stderr)
+	}
+
+	kubeDir := t.TempDir()
+	r, argv, _ = s.run(t, []string{"MGMT_KUBECONFIG=" + filepath.Join(kubeDir, "mgmt.yaml")}, "run", "--", "pivot")
+	if r.Code != 0 || !has(argv, "-v", kubeDir+":/run/krops/mgmt") || !has(argv, "-e", "MGMT_KUBECONFIG=/run/krops/mgmt/mgmt.yaml") {
+		t.Errorf("MGMT_KUBECONFIG outside the repository, not yet written: exit %d, argv:\n%s\n%s", r.Code, strings.Join(argv, "\n"), r.Stderr)
+	}
+	r, _, _ = s.run(t, []string{"MGMT_KUBECONFIG=/nonexistent/dir/mgmt.yaml"}, "run", "--", "pivot")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "MGMT_KUBECONFIG=/nonexistent/dir/mgmt.yaml: its directory /nonexistent/dir must exist") {
+		t.Errorf("a missing directory: exit %d:\n%s", r.Code, r.Stderr)
+	}
+
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"},
+		{"remote", "add", "origin", "https://x-access-token:ghp_in_remote@github.com/kropsdev/krops.git"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", s.repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	r, argv, seen := s.run(t, nil, "run", "--", "bootstrap")
+	if r.Code != 0 || !has(argv, "-e", "KROPS_OCI_GIT_SHA") || !has(argv, "-e", "KROPS_OCI_GIT_REF") || !has(argv, "-e", "KROPS_OCI_SOURCE_URL") ||
+		seen["KROPS_OCI_SOURCE_URL"] != "https://github.com/kropsdev/krops.git" || strings.Contains(strings.Join(argv, " ")+r.Stderr, "ghp_in_remote") {
+		t.Errorf("the checkout's source: exit %d, seen %v, argv:\n%s\n%s", r.Code, seen, strings.Join(argv, "\n"), r.Stderr)
 	}
 }
 

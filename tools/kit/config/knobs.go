@@ -57,7 +57,7 @@ func KnobTable() []Knob {
 		{"BOOTSTRAP_PIVOT", "pivot", "1 pivots to the management cluster after bootstrap; anything else stops on kind", "1"},
 		{"PIVOT_SKIP_DELETE", "pivot-skip-delete", "1 keeps the kind cluster after a successful pivot", "0"},
 		{"KUBECONFIG", "kubeconfig", "kubeconfig file of the kind cluster, relative to the working directory", "~/.kube/config"},
-		{"MGMT_KUBECONFIG", "mgmt-kubeconfig", "kubeconfig file written for the management cluster, relative to the working directory", "~/.kube/krops-<env>-mgmt.yaml"},
+		{"MGMT_KUBECONFIG", "mgmt-kubeconfig", "kubeconfig file written for the management cluster, relative to the working directory", "~/.kube/krops-<env>-mgmt.yaml; toolbox: beside KUBECONFIG"},
 		{"MGMT_READY_TIMEOUT", "mgmt-ready-timeout", "how long the pivot waits for the management cluster", "environments.<env>.mgmt-ready-timeout"},
 		{"MGMT_POLL_INTERVAL", "mgmt-poll-interval", "interval of status reports while waiting for the management cluster (> 0)", "10s"},
 		{"AWS_ONLY", "aws-only", "1 makes teardown sweep the cloud only, leaving Kubernetes alone", "0"},
@@ -153,6 +153,12 @@ func (k *Knobs) ForEnvironment(env string) error {
 		return nil
 	}
 	k.MgmtKubeconfig = DefaultMgmtKubeconfig(k.home, env)
+	if k.Toolbox && k.Kubeconfig != "" {
+		// The toolbox container's home is gone when it exits; the
+		// repository's .kube/ (where KUBECONFIG points) persists, so the
+		// management kubeconfig is kept beside it.
+		k.MgmtKubeconfig = filepath.Join(filepath.Dir(k.Kubeconfig), "krops-"+env+"-mgmt.yaml")
+	}
 	var errs []error
 	checkFileKnob(func(name, v, want string) {
 		errs = append(errs, fmt.Errorf("%s=%q (the default for environment %s) is not valid: want %s", name, v, env, want))

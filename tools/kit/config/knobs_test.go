@@ -255,3 +255,26 @@ func TestDefaultMgmtKubeconfigIsChecked(t *testing.T) {
 		t.Errorf("FIFO default: %v", err)
 	}
 }
+
+// In the toolbox the home directory dies with the container: the default
+// management kubeconfig lives beside KUBECONFIG (the repository's .kube/).
+func TestTheToolboxKeepsTheMgmtKubeconfigInTheRepository(t *testing.T) {
+	home, repo := t.TempDir(), t.TempDir()
+	kc := filepath.Join(repo, ".kube", "config")
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"KUBECONFIG": kc}, DefaultMgmtKubeconfig(home, "local-host")},
+		{map[string]string{"KUBECONFIG": kc, "KROPS_TOOLBOX": "1"}, filepath.Join(repo, ".kube", "krops-local-host-mgmt.yaml")},
+		{map[string]string{"KUBECONFIG": kc, "KROPS_TOOLBOX": "1", "MGMT_KUBECONFIG": "/set/by/user.yaml"}, "/set/by/user.yaml"},
+	} {
+		k, err := ParseKnobs(KnobOptions{Lookup: mapLookup(tc.env), WorkDir: repo, Home: home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.ForEnvironment("local-host"); err != nil || k.MgmtKubeconfig != tc.want {
+			t.Errorf("%v: MGMT_KUBECONFIG %q (%v), want %q", tc.env, k.MgmtKubeconfig, err, tc.want)
+		}
+	}
+}

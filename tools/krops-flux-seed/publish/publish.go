@@ -9,18 +9,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/kropsdev/krops/tools/kit/configartifact"
+	"github.com/kropsdev/krops/tools/kit/gitsource"
 )
-
-// Source is where the artifact says it came from.
-type Source struct {
-	// URL, Ref and SHA give the revision <Ref>@sha1:<SHA>.
-	URL, Ref, SHA string
-}
 
 // Options describe one publication.
 type Options struct {
@@ -31,7 +24,7 @@ type Options struct {
 	// Ref is registry/repository:tag.
 	Ref       string
 	Insecure  bool
-	Source    Source
+	Source    gitsource.Source
 	Transport http.RoundTripper
 }
 
@@ -52,45 +45,6 @@ func Paths(root, syncPath, environment string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// GitSource reads the artifact's source from KROPS_OCI_GIT_SHA/REF/SOURCE_URL
-// (all three or none), else from git in root; a repository without an origin
-// is file://<root>.
-func GitSource(ctx context.Context, root string, lookup func(string) (string, bool)) (Source, error) {
-	sha, hasSHA := lookup("KROPS_OCI_GIT_SHA")
-	ref, hasRef := lookup("KROPS_OCI_GIT_REF")
-	url, hasURL := lookup("KROPS_OCI_SOURCE_URL")
-	set := 0
-	for _, b := range []bool{hasSHA, hasRef, hasURL} {
-		if b {
-			set++
-		}
-	}
-	switch set {
-	case 3:
-		return Source{URL: url, Ref: ref, SHA: sha}, nil
-	case 0:
-	default:
-		return Source{}, errors.New("KROPS_OCI_GIT_SHA, KROPS_OCI_GIT_REF and KROPS_OCI_SOURCE_URL go together: set all three or none")
-	}
-	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
-		out, err := cmd.Output()
-		return strings.TrimSpace(string(out)), err
-	}
-	s := Source{}
-	var err error
-	if s.SHA, err = git("rev-parse", "HEAD"); err != nil {
-		return Source{}, fmt.Errorf("reading the revision with git in %s: %w (or set KROPS_OCI_GIT_SHA, _REF and KROPS_OCI_SOURCE_URL)", root, err)
-	}
-	if s.Ref, err = git("rev-parse", "--abbrev-ref", "HEAD"); err != nil {
-		return Source{}, fmt.Errorf("reading the branch with git in %s: %w", root, err)
-	}
-	if s.URL, err = git("remote", "get-url", "origin"); err != nil || s.URL == "" {
-		s.URL = "file://" + root
-	}
-	return s, nil
 }
 
 // Publish builds and pushes the artifact and returns the pinned reference.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kropsdev/krops/tools/kit/gitsource"
 	"github.com/kropsdev/krops/tools/testenv"
 )
 
@@ -23,7 +24,7 @@ func TestPublishPacksOnlyTheSyncedTreesReproducibly(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := Options{Root: root, Environment: "local-host", SyncPath: "mgmt/local-host", Ref: reg.Host + "/krops:latest", Insecure: true,
-		Source: Source{URL: "https://github.com/kropsdev/krops", Ref: "main", SHA: "0123456789abcdef0123456789abcdef01234567"}}
+		Source: gitsource.Source{URL: "https://github.com/kropsdev/krops", Ref: "main", SHA: "0123456789abcdef0123456789abcdef01234567"}}
 	ctx := context.Background()
 	pinned, a, err := Publish(ctx, o)
 	if err != nil {
@@ -81,17 +82,5 @@ func TestPublishPacksOnlyTheSyncedTreesReproducibly(t *testing.T) {
 	again, _, err := Publish(ctx, o)
 	if err != nil || again != pinned {
 		t.Errorf("republish: %s, want %s (%v)", again, pinned, err)
-	}
-}
-
-func TestGitSourceAllOrNone(t *testing.T) {
-	env := map[string]string{"KROPS_OCI_GIT_SHA": "abc", "KROPS_OCI_GIT_REF": "main"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if _, err := GitSource(context.Background(), t.TempDir(), lookup); err == nil || !strings.Contains(err.Error(), "set all three or none") {
-		t.Errorf("two of three: %v", err)
-	}
-	env["KROPS_OCI_SOURCE_URL"] = "https://example.com/r"
-	if s, err := GitSource(context.Background(), t.TempDir(), lookup); err != nil || s.SHA != "abc" || s.Ref != "main" {
-		t.Errorf("all three: %+v %v", s, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/gitsource"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
@@ -64,18 +65,30 @@ func Check(ctx context.Context, sel *cli.Selected) (*Checked, error) {
 	return ch, nil
 }
 
-// LocalRef is where the local artifact is pushed from this machine.
+// LocalRef is where the local artifact is pushed from this machine:
+// REGISTRY_HOST (default localhost) at REGISTRY_PORT. In the toolbox,
+// localhost is the container itself; the container is on the kind network,
+// where the registry answers by its name on its own port.
 func LocalRef(sel *cli.Selected) string {
-	host := os.Getenv("REGISTRY_HOST")
-	if host == "" {
+	host, _ := sel.Lookup.Get("REGISTRY_HOST")
+	port := sel.Knobs.RegistryPort
+	switch {
+	case host != "":
+	case sel.Knobs.Toolbox:
+		host, port = sel.Config.Bootstrap.RegistryName, RegistryInClusterPort
+	default:
 		host = "localhost"
 	}
-	return fmt.Sprintf("%s:%d/%s:%s", host, sel.Knobs.RegistryPort, sel.Knobs.OCIRepository, sel.Knobs.OCITag)
+	return fmt.Sprintf("%s:%d/%s:%s", host, port, sel.Knobs.OCIRepository, sel.Knobs.OCITag)
 }
+
+// RegistryInClusterPort is the port the local registry listens on inside
+// its container, where the kind network reaches it.
+const RegistryInClusterPort = 5000
 
 // Publish packs the trees the environment syncs and pushes them to ref.
 func Publish(ctx context.Context, sel *cli.Selected, ref string, prog *ui.Progress) error {
-	src, err := publish.GitSource(ctx, sel.Config.Root, sel.Lookup.Get)
+	src, err := gitsource.Read(ctx, sel.Config.Root, sel.Lookup.Get)
 	if err != nil {
 		return cli.UsageError(err)
 	}
@@ -158,7 +171,7 @@ func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), 
 	case seed.SyncOCI:
 		inCluster := p.RegistryInCluster
 		if inCluster == "" {
-			inCluster = sel.Config.Bootstrap.RegistryName + ":" + strconv.Itoa(5000)
+			inCluster = sel.Config.Bootstrap.RegistryName + ":" + strconv.Itoa(RegistryInClusterPort)
 		}
 		if err := Publish(ctx, sel, LocalRef(sel), p.Progress); err != nil {
 			return o, release, err

@@ -10,20 +10,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/kit/dotenv"
 	"github.com/kropsdev/krops/tools/kit/engine"
+	"github.com/kropsdev/krops/tools/kit/gitsource"
 )
+
+// KindNetwork is the engine network kind puts its nodes on.
+const KindNetwork = "kind"
 
 // Inside the container.
 const (
-	Workspace   = "/workspace"
-	SocketPath  = engine.DockerSocket // where the engine socket is mounted
-	FilesDir    = "/run/krops/files"  // host files named by path knobs
-	AWSConfig   = "/root/.aws"
+	Workspace  = "/workspace"
+	SocketPath = engine.DockerSocket // where the engine socket is mounted
+	FilesDir   = "/run/krops/files"  // host files named by path knobs
+	MgmtDir    = "/run/krops/mgmt"   // the directory of an MGMT_KUBECONFIG outside the repository
+	AWSConfig  = "/run/krops/aws"    // ~/.aws, for AWS_PROFILE
+	// Home is HOME inside when the container runs as the caller: the
+	// image's /root is not theirs, /tmp is anyone's.
+	Home        = "/tmp"
 	DefaultTask = "--list"
 )
 
@@ -32,7 +41,7 @@ const (
 var Forwarded = []string{
 	"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_KIND_CLUSTER", "BOOTSTRAP_KUBECONTEXT", "KROPS_REGISTRY_NAME",
 	"REGISTRY_PORT", "REGISTRY_READY_RETRIES", "LOCAL_RECONCILE_TIMEOUT", "GIT_REPO_URL", "GITHUB_TOKEN", "GITHUB_USER",
-	"AGE_PUBLIC_KEY", "OCI_REPOSITORY", "OCI_TAG", "BOOTSTRAP_PIVOT", "PIVOT_SKIP_DELETE", "MGMT_READY_TIMEOUT",
+	"AGE_PUBLIC_KEY", "REGISTRY_HOST", "OCI_REPOSITORY", "OCI_TAG", "KROPS_OCI_GIT_SHA", "KROPS_OCI_GIT_REF", "KROPS_OCI_SOURCE_URL", "BOOTSTRAP_PIVOT", "PIVOT_SKIP_DELETE", "MGMT_READY_TIMEOUT",
 	"MGMT_POLL_INTERVAL", "AWS_ONLY", "FORCE_KIND_DELETE", "CLUSTER_DELETE_TIMEOUT", "PROVIDER_DELETE_TIMEOUT",
 	"ORPHAN_MIN_AGE_HOURS", "KROPS_RUN_ID", "KROPS_RUN_TTL", "KROPS_REVISION", "KROPS_RUN_KIND",
 	"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -40,10 +49,15 @@ var Forwarded = []string{
 	"GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT",
 }
 
-// PathKnobs name host files: each is mounted read-only under FilesDir (or
-// found under /workspace when it is inside the repository) and the
-// variable rewritten to the path inside.
-var PathKnobs = []string{"AGE_KEY_FILE", "MGMT_KUBECONFIG", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "GOOGLE_APPLICATION_CREDENTIALS"}
+// PathKnobs name host files the tasks read: each is mounted read-only under
+// FilesDir (or found under /workspace when it is inside the repository) and
+// the variable rewritten to the path inside.
+var PathKnobs = []string{"AGE_KEY_FILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "GOOGLE_APPLICATION_CREDENTIALS"}
+
+// OutputKnob names the one host file the tasks write (the pivot's
+// management kubeconfig, which later teardowns and bootstraps read): its
+// directory is mounted read-write, and the file need not exist yet.
+const OutputKnob = "MGMT_KUBECONFIG"
 
 // Options describe one toolbox run.
 type Options struct {
@@ -62,6 +76,9 @@ type Options struct {
 	Terminal bool
 	// Home is the host home directory (for ~/.aws).
 	Home string
+	// UID and GID are the caller's: on a rootful Linux engine the container
+	// runs as them.
+	UID, GID int
 }
 
 // Plan is what Prepare decided: the engine command and its environment.
@@ -120,15 +137,28 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 	args = append(args,
 		"-v", o.Repo+":"+Workspace, "-w", Workspace,
 		"-v", sock+":"+SocketPath,
-		// The kind network, so the tools inside reach kind's API server by
-		// its container name.
-		"--network", "kind",
 	)
+	// The kind network, so the tools inside reach kind's API server and the
+	// registry by their container names. Before the first kind cluster it
+	// does not exist (docker run would refuse it): krops-kind joins it from
+	// inside once kind has created it.
+	if _, err := eng.Run(ctx, "network", "inspect", KindNetwork); err == nil {
+		args = append(args, "--network", KindNetwork)
+	}
+	env := append([]string{}, o.Environ...)
 	forced := map[string]string{
 		"KROPS_TOOLBOX":    "1",
 		"ENGINE_SOCK":      SocketPath,
 		"CONTAINER_ENGINE": eng.Name,
 		"KUBECONFIG":       Workspace + "/.kube/config",
+	}
+	user, err := identity(ctx, eng, o)
+	if err != nil {
+		return nil, err
+	}
+	if len(user) > 0 {
+		args = append(args, user...)
+		forced["HOME"] = Home
 	}
 	if eng.Name == "podman" {
 		forced["CONTAINER_HOST"] = engine.ToolboxContainerHost
@@ -147,12 +177,30 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 		}
 		forced[name] = inside
 	}
+	if hostPath := vars[OutputKnob]; hostPath != "" {
+		inside, mount, err := mapOutput(o.Repo, hostPath)
+		if err != nil {
+			return nil, err
+		}
+		if mount != "" {
+			args = append(args, "-v", mount)
+		}
+		forced[OutputKnob] = inside
+	}
 	if vars["AWS_PROFILE"] != "" && vars["AWS_CONFIG_FILE"] == "" && o.Home != "" {
 		if st, err := os.Stat(filepath.Join(o.Home, ".aws")); err == nil && st.IsDir() {
+			// Not under the image's /root: a caller's uid may not enter it.
 			args = append(args, "-v", filepath.Join(o.Home, ".aws")+":"+AWSConfig+":ro")
+			forced["AWS_CONFIG_FILE"] = AWSConfig + "/config"
+			if vars["AWS_SHARED_CREDENTIALS_FILE"] == "" {
+				forced["AWS_SHARED_CREDENTIALS_FILE"] = AWSConfig + "/credentials"
+			}
 		}
 	}
-	env := append([]string{}, o.Environ...)
+	// The artifact's source is read here: git inside refuses a checkout
+	// another uid owns and cannot follow a linked worktree's .git file.
+	// Outside a checkout nothing is set, and a task that publishes says so.
+	gitSource(ctx, o.Repo, vars)
 	var names []string
 	for _, name := range Forwarded {
 		if _, forcedToo := forced[name]; forcedToo {
@@ -173,7 +221,7 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 	}
 	sort.Strings(forcedNames)
 	for _, k := range forcedNames {
-		if v, ok := vars[k]; ok && v != "" && v != forced[k] && !isPathKnob(k) {
+		if v, ok := vars[k]; ok && v != "" && v != forced[k] && !isPathKnob(k) && k != "HOME" {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%s is replaced by %s inside the toolbox", k, v, forced[k]))
 		}
 		// Not secrets: these values are krops's own paths and flags.
@@ -190,12 +238,7 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 }
 
 func isPathKnob(k string) bool {
-	for _, n := range PathKnobs {
-		if n == k {
-			return true
-		}
-	}
-	return false
+	return k == OutputKnob || slices.Contains(PathKnobs, k)
 }
 
 // mapPath maps a host file to its path inside: under /workspace when it is
@@ -213,4 +256,70 @@ func mapPath(repo, hostPath, name string) (inside, mount string, err error) {
 	}
 	inside = FilesDir + "/" + filepath.Base(abs)
 	return inside, abs + ":" + inside + ":ro", nil
+}
+
+// mapOutput maps the file a task writes: under /workspace when it is in the
+// repository, else its directory mounted read-write under MgmtDir. The
+// directory must exist; the file is created by the pivot.
+func mapOutput(repo, hostPath string) (inside, mount string, err error) {
+	abs, err := filepath.Abs(hostPath)
+	if err != nil {
+		return "", "", err
+	}
+	if rel, err := filepath.Rel(repo, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return Workspace + "/" + filepath.ToSlash(rel), "", nil
+	}
+	dir := filepath.Dir(abs)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", "", fmt.Errorf("%s=%s: its directory %s must exist (the toolbox mounts it so the pivot can write the file there)", OutputKnob, hostPath, dir)
+	}
+	return MgmtDir + "/" + filepath.Base(abs), dir + ":" + MgmtDir, nil
+}
+
+// identity returns the engine arguments that run the container as the
+// caller, on a rootful Linux engine, so what it writes in the repository
+// (.kube/, .task/) is the caller's, with the engine socket's group so the
+// tools inside still reach the engine. Rootless Docker and Podman map the
+// container's root to the caller already, and Docker Desktop maps bind
+// mounts to the caller: there the container keeps the image's user.
+func identity(ctx context.Context, eng *engine.Engine, o Options) ([]string, error) {
+	if o.UID == 0 {
+		return nil, nil
+	}
+	var query string
+	switch eng.Name {
+	case "podman":
+		query = "{{.Host.Security.Rootless}}"
+	default:
+		query = "{{.OperatingSystem}} {{.SecurityOptions}}"
+	}
+	res, err := eng.Run(ctx, "info", "--format", query)
+	if err != nil {
+		return nil, fmt.Errorf("%s info: %w", eng.Name, err)
+	}
+	out := strings.TrimSpace(string(res.Stdout))
+	if out == "true" || strings.Contains(out, "rootless") || strings.Contains(out, "Docker Desktop") {
+		return nil, nil
+	}
+	args := []string{"--user", fmt.Sprintf("%d:%d", o.UID, o.GID)}
+	if gid, ok := socketGroup(eng.Sock); ok && gid != o.GID {
+		args = append(args, "--group-add", fmt.Sprint(gid))
+	}
+	return args, nil
+}
+
+// gitSource sets KROPS_OCI_GIT_SHA, _REF and KROPS_OCI_SOURCE_URL from the
+// checkout on the host unless the caller set any of them; they are
+// forwarded by name like the other knobs.
+func gitSource(ctx context.Context, repo string, vars map[string]string) {
+	for _, k := range []string{"KROPS_OCI_GIT_SHA", "KROPS_OCI_GIT_REF", "KROPS_OCI_SOURCE_URL"} {
+		if vars[k] != "" {
+			return
+		}
+	}
+	src, err := gitsource.Read(ctx, repo, func(string) (string, bool) { return "", false })
+	if err != nil {
+		return
+	}
+	vars["KROPS_OCI_GIT_SHA"], vars["KROPS_OCI_GIT_REF"], vars["KROPS_OCI_SOURCE_URL"] = src.SHA, src.Ref, src.URL
 }
