@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # The krops toolbox: every krops binary and provider plugin, and only the
 # programs the tasks call (task, mise, the docker CLI, podman-remote, git).
 # Build: task toolbox:build. Run a task in it: task toolbox -- <task> ENV=<env>.
@@ -9,6 +7,11 @@
 # `krops-toolbox pins --resolve` (on a machine that reaches the registry)
 # writes the digest and drops the marker, and `krops-toolbox pins --release`
 # (task toolbox:release-check) fails while any is pending.
+#
+# No "# syntax=" line: it makes BuildKit pull its Dockerfile frontend from
+# Docker Hub on every build (unpinned, and impossible where no registry is
+# reachable). What this file uses (RUN --mount, ARG before FROM,
+# --platform) is in the frontend built into Docker 23+ and BuildKit.
 
 # pin: pending
 ARG GO_IMAGE=docker.io/library/golang:1.26.8-trixie
