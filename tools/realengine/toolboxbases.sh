@@ -61,21 +61,21 @@ bootstrap() {
 	rm -rf "$1/var/lib/apt/lists"/* "$1/var/cache/apt"/*
 }
 
-label="krops.dev/stand-in=built by tools/realengine/toolboxbases.sh from debootstrap $release"
+label="built by tools/realengine/toolboxbases.sh from debootstrap $release"
 runtime_local="krops.local/toolbox-runtime-base:$release"
 go_local="krops.local/toolbox-go-base:$go_want-$release"
 
 runtime_base() {
 	local fs="$cache/toolbox-runtime.tmp"
 	bootstrap "$fs" ""
-	tar -C "$fs" -c . | "$engine" import --change "LABEL $label, not $runtime" --change 'CMD ["bash"]' - "$runtime_local" >/dev/null
+	tar -C "$fs" -c . | "$engine" import --change "LABEL krops.dev/stand-in=\"$label, not $runtime\"" --change 'CMD ["bash"]' - "$runtime_local" >/dev/null
 	rm -rf "$fs"
 }
 go_base() {
 	local fs="$cache/toolbox-go.tmp"
 	bootstrap "$fs" "ca-certificates,git"
 	cp -a "$(go env GOROOT)" "$fs/usr/local/go"
-	tar -C "$fs" -c . | "$engine" import --change "LABEL $label and this machine's $go_have, not $golang" \
+	tar -C "$fs" -c . | "$engine" import --change "LABEL krops.dev/stand-in=\"$label and this machine's $go_have, not $golang\"" \
 		--change 'ENV PATH=/usr/local/go/bin:/root/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 		--change "ENV GOTOOLCHAIN=local GOPROXY=$(go env GOPROXY) GOSUMDB=$(go env GOSUMDB)" \
 		--change 'CMD ["bash"]' - "$go_local" >/dev/null
