@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -417,5 +418,87 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	t.Logf("teardown took %v", took.Round(time.Second))
 	if l := leftovers(t, cluster); len(l) > 0 {
 		t.Errorf("after teardown the engine still has %v", l)
+	}
+}
+
+// TestRealEngineToolbox runs the lifecycle's kind tasks through the real
+// toolbox image (`task toolbox:build`; KROPS_TOOLBOX_IMAGE) against the real
+// engine, from an engine without a kind network: the container starts off
+// it and krops-kind joins it from inside; the kubeconfig lands in the
+// checkout's .kube/, owned by the caller; a second run joins the network
+// from the start; teardown through the toolbox leaves nothing. It also
+// measures the toolbox's start overhead against the same task run natively.
+func TestRealEngineToolbox(t *testing.T) {
+	r := newRealEnv(t)
+	image := os.Getenv("KROPS_TOOLBOX_IMAGE")
+	if image == "" {
+		image = "krops-toolbox:dev"
+	}
+	if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
+		testenv.Missing(t, "the toolbox image "+image, "run `KROPS_TOOLBOX_LOCAL_BASES=1 tools/task.sh toolbox:build` (`tools/task.sh e2e:real` does)")
+	}
+	const cluster = "krops-local-host"
+	if l := leftovers(t, cluster); len(l) > 0 {
+		t.Fatalf("the engine already runs %v: the lane starts from an engine without them", l)
+	}
+	// A fresh engine has no kind network; the lane's earlier tests leave
+	// an empty one behind, as kind does.
+	if members := engine(t, "network", "ls", "--filter", "name=^kind$", "--format", "{{.Name}}"); members != "" {
+		if in := engine(t, "network", "inspect", "kind", "--format", "{{len .Containers}}"); in != "0" {
+			t.Fatalf("the kind network has %s containers: the lane starts from an engine without a kind cluster", in)
+		}
+		engine(t, "network", "rm", "kind")
+	}
+	checkout := t.TempDir()
+	if out, err := exec.Command("sh", "-c", `git -C "$1" archive HEAD | tar -x -C "$2"`, "_", r.repo, checkout).CombinedOutput(); err != nil {
+		t.Fatalf("a checkout of HEAD: %v\n%s", err, out)
+	}
+	toolbox := filepath.Join(r.bin, "krops-toolbox")
+	if out, err := exec.Command("go", append(append([]string{"build"}, testenv.BuildFlags()...), "-o", toolbox, "../krops-toolbox")...).CombinedOutput(); err != nil {
+		t.Fatalf("building krops-toolbox: %v\n%s", err, out)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "KROPS_KIND_NODE_IMAGE=" + os.Getenv("KROPS_KIND_NODE_IMAGE"), "KROPS_TOOLBOX_IMAGE=" + image}
+	run := func(args ...string) (testenv.Result, time.Duration) {
+		start := time.Now()
+		res := testenv.RunBinary(t, checkout, env, toolbox, append([]string{"run", "--"}, args...)...)
+		return res, time.Since(start)
+	}
+
+	up, took := run("kind", "ENV=local-host")
+	if up.Code != 0 || !strings.Contains(up.Stderr+up.Stdout, "joining the kind network") {
+		t.Fatalf("task toolbox -- kind: exit %d after %v\n%s\n%s", up.Code, took, up.Stdout, up.Stderr)
+	}
+	t.Logf("task toolbox -- kind ENV=local-host (create) took %v", took.Round(time.Second))
+	kc := filepath.Join(checkout, ".kube", "config")
+	st, err := os.Stat(kc)
+	if err != nil {
+		t.Fatalf("the kubeconfig is not in the checkout's .kube/: %v", err)
+	}
+	if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Getuid() {
+		t.Errorf("%s is owned by uid %d, not the caller's %d", kc, uid, os.Getuid())
+	}
+
+	// Now the network exists: the next run starts on it. Its time against
+	// the same query run natively is the toolbox's overhead.
+	status, inBox := run("kind:status", "ENV=local-host")
+	if status.Code != 0 {
+		t.Fatalf("task toolbox -- kind:status: exit %d\n%s\n%s", status.Code, status.Stdout, status.Stderr)
+	}
+	native, nativeTook := r.run(t, []string{"KUBECONFIG=" + kc}, "krops-kind", "status", "local-host")
+	if native.Code != 0 {
+		t.Fatalf("native status: exit %d\n%s", native.Code, native.Stderr)
+	}
+	t.Logf("kind:status through the toolbox %v, natively %v: %.1fx", inBox.Round(10*time.Millisecond), nativeTook.Round(10*time.Millisecond), inBox.Seconds()/nativeTook.Seconds())
+
+	down, took := run("teardown", "ENV=local-host")
+	if down.Code != 0 {
+		t.Fatalf("task toolbox -- teardown: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
+	}
+	t.Logf("task toolbox -- teardown took %v", took.Round(time.Second))
+	if l := leftovers(t, cluster); len(l) > 0 {
+		t.Errorf("after teardown the engine still has %v", l)
+	}
+	if c := engine(t, "ps", "-a", "--filter", "ancestor="+image, "--format", "{{.Names}}"); c != "" {
+		t.Errorf("toolbox containers left: %s", c)
 	}
 }
