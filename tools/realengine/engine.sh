@@ -58,3 +58,28 @@ else
 	answers || { tail -20 "$state/dockerd.log" >&2; echo "engine: dockerd did not answer within 60 s" >&2; exit 1; }
 	echo "engine: dockerd $(docker version --format '{{.Server.Version}}') answers" >&2
 fi
+
+# BuildKit, which the toolbox Dockerfile needs (RUN --mount): a Docker CLI
+# newer than 23 builds through the buildx plugin only, and Debian's
+# docker.io ships none. Built from the module proxy, like every program the
+# lane runs, and installed where the CLI looks for plugins.
+buildx_version=v0.38.2
+if ! docker buildx version >/dev/null 2>&1; then
+	on() { case "${1:-}" in "" | 0 | false | no | off) return 1 ;; esac; }
+	if ! on "${CI:-}" && ! on "${KROPS_REAL_ENGINE:-}"; then
+		echo "engine: docker has no buildx plugin (BuildKit); rerun with KROPS_REAL_ENGINE=1 to build buildx $buildx_version and install it" >&2
+		exit 2
+	fi
+	bin="$state/bin/buildx-$buildx_version"
+	if [[ ! -x "$bin/buildx" ]]; then
+		echo "engine: building buildx $buildx_version from the module proxy" >&2
+		start=$SECONDS
+		rm -rf "$bin.tmp" && mkdir -p "$bin.tmp"
+		GOWORK=off GOBIN="$bin.tmp" GOFLAGS=-mod=mod CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/docker/buildx/cmd/buildx@$buildx_version"
+		mv "$bin.tmp" "$bin"
+		printf '%s %-40s %5ds\n' "$(date -u +%FT%TZ)" "buildx $buildx_version" $((SECONDS - start)) | tee -a "$state/timings.log" >&2
+	fi
+	mkdir -p /usr/local/lib/docker/cli-plugins
+	ln -sf "$bin/buildx" /usr/local/lib/docker/cli-plugins/docker-buildx
+	echo "engine: docker buildx $buildx_version installed" >&2
+fi

@@ -10,6 +10,11 @@
 #                  in /usr/local/go; refused unless its version is the one
 #                  the Dockerfile names.
 #
+# Both carry the host's own CA certificates (/usr/local/share/ca-certificates):
+# where the network intercepts TLS, as on the machines the lane runs on, the
+# build stage's go mod download and the runtime stage's npm install trust
+# what the host trusts. THIS MACHINE'S WORKAROUND; a pulled base has none.
+#
 # `task toolbox:build` runs it with KROPS_TOOLBOX_LOCAL_BASES=1; the
 # Dockerfile is the one users build. Cached under
 # $XDG_CACHE_HOME/krops/realengine, keyed by release and Go version.
@@ -57,13 +62,19 @@ bootstrap() {
 	rm -rf "$1"
 	debootstrap --variant=minbase ${2:+--include="$2"} "$release" "$1" http://deb.debian.org/debian >"$cache/toolboxbases-debootstrap.log" 2>&1 ||
 		{ tail -20 "$cache/toolboxbases-debootstrap.log" >&2; exit 1; }
+	if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+		mkdir -p "$1/usr/local/share/ca-certificates"
+		cp /usr/local/share/ca-certificates/*.crt "$1/usr/local/share/ca-certificates/"
+		[[ ! -x "$1/usr/sbin/update-ca-certificates" ]] || chroot "$1" update-ca-certificates >/dev/null
+	fi
 	chroot "$1" apt-get clean
 	rm -rf "$1/var/lib/apt/lists"/* "$1/var/cache/apt"/*
 }
 
 label="built by tools/realengine/toolboxbases.sh from debootstrap $release"
-runtime_local="krops.local/toolbox-runtime-base:$release"
-go_local="krops.local/toolbox-go-base:$go_want-$release"
+key="$(sha256sum "$0" | cut -c1-12)"
+runtime_local="krops.local/toolbox-runtime-base:$release-$key"
+go_local="krops.local/toolbox-go-base:$go_want-$release-$key"
 
 runtime_base() {
 	local fs="$cache/toolbox-runtime.tmp"
