@@ -39,7 +39,7 @@ ARG TASK_VERSION=v3.54.0
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     mkdir /tmp/task && cd /tmp/task && go mod init toolbox/task \
-    && go get "github.com/go-task/task/v3@${TASK_VERSION}" \
+    && go get "github.com/go-task/task/v3/cmd/task@${TASK_VERSION}" \
     && GOOS=$TARGETOS GOARCH=$TARGETARCH CGO_ENABLED=0 go build -trimpath -o /out/task github.com/go-task/task/v3/cmd/task
 
 FROM ${RUNTIME_IMAGE}
