@@ -54,6 +54,9 @@ func shellCommands(t *testing.T, page string) []docCommand {
 	}
 	var out []docCommand
 	in := false
+	// A line ending in a backslash continues on the next: the command is
+	// the joined text, reported at its first line.
+	pending, first := "", 0
 	for i, line := range strings.Split(string(b), "\n") {
 		switch {
 		case fence.MatchString(line):
@@ -66,6 +69,14 @@ func shellCommands(t *testing.T, page string) []docCommand {
 			continue
 		}
 		text := strings.TrimSpace(stripComment(line))
+		if pending == "" {
+			first = i + 1
+		}
+		if cont, ok := strings.CutSuffix(text, "\\"); ok {
+			pending += cont + " "
+			continue
+		}
+		text, pending = strings.TrimSpace(pending+text), ""
 		if text == "" {
 			continue
 		}
@@ -75,7 +86,7 @@ func shellCommands(t *testing.T, page string) []docCommand {
 				words = words[1:]
 			}
 			if len(words) > 0 {
-				out = append(out, docCommand{line: i + 1, text: text, words: words})
+				out = append(out, docCommand{line: first, text: text, words: words})
 			}
 		}
 	}
