@@ -136,13 +136,6 @@ phase "krops-airgap check (airgap/zarf.yaml)" go run -race ./tools/krops-airgap 
 
 # The real-engine lane only when asked: the cold CI budget cannot carry it
 # (docs/testing.md).
-real_lane() {
-	tools/realengine/engine.sh
-	tools/realengine/images.sh
-	local image
-	image="$(tools/realengine/nodeimage.sh | tail -1)"
-	(cd tools/e2e && KROPS_KIND_NODE_IMAGE="$image" go test -race -ldflags=-w -tags realengine -count=1 -timeout 30m -v -run '^TestRealEngine' .)
-}
 if [[ "${KROPS_REAL_ENGINE:-}" == 1 ]]; then
-	phase "the real-engine lane (KROPS_REAL_ENGINE=1)" real_lane
+	phase "the real-engine lane (KROPS_REAL_ENGINE=1)" tools/realengine/lane.sh
 fi
