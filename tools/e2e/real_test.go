@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
@@ -232,7 +233,10 @@ func operatorFluxImages(t *testing.T, dir string) (string, map[string]fluxImage)
 	if err != nil || len(versions) == 0 {
 		t.Fatalf("no Flux versions under %s/data/flux-images: %v", dir, err)
 	}
-	slices.SortFunc(versions, func(a, b string) int { return semverCompare(filepath.Base(a), filepath.Base(b)) })
+	slices.SortFunc(versions, func(a, b string) int {
+		c, _ := version.MustParseSemantic(filepath.Base(a)).Compare(filepath.Base(b))
+		return c
+	})
 	flux := versions[len(versions)-1]
 	b, err := os.ReadFile(filepath.Join(flux, "upstream-alpine.yaml"))
 	if err != nil {
@@ -249,20 +253,6 @@ func operatorFluxImages(t *testing.T, dir string) (string, map[string]fluxImage)
 		out[i.Name[strings.LastIndex(i.Name, "/")+1:]] = fluxImage{i.Name, i.NewTag, i.Digest}
 	}
 	return filepath.Base(flux), out
-}
-
-// semverCompare orders vMAJOR.MINOR.PATCH strings.
-func semverCompare(a, b string) int {
-	pa, pb := strings.Split(strings.TrimPrefix(a, "v"), "."), strings.Split(strings.TrimPrefix(b, "v"), ".")
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		var x, y int
-		fmt.Sscan(pa[i], &x)
-		fmt.Sscan(pb[i], &y)
-		if x != y {
-			return x - y
-		}
-	}
-	return len(pa) - len(pb)
 }
 
 // engineless runs a program other than the engine and returns its output.

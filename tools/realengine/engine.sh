@@ -15,6 +15,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 state="${KROPS_REAL_ENGINE_STATE:-${XDG_CACHE_HOME:-$HOME/.cache}/krops/realengine}"
 mkdir -p "$state"
+cache="$state"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 answers() { timeout 20 docker info >/dev/null 2>&1; }
 
@@ -28,7 +31,6 @@ cap_sys_resource_missing() {
 if answers; then
 	echo "engine: docker answers ($(docker version --format '{{.Server.Version}}' 2>/dev/null))" >&2
 else
-	on() { case "${1:-}" in "" | 0 | false | no | off) return 1 ;; esac; }
 	if ! on "${CI:-}" && ! on "${KROPS_REAL_ENGINE:-}"; then
 		echo "engine: no docker engine answers; rerun with KROPS_REAL_ENGINE=1 to install Debian's docker.io and start dockerd (needs root)" >&2
 		exit 2
@@ -65,19 +67,16 @@ fi
 # lane runs, and installed where the CLI looks for plugins.
 buildx_version=v0.38.2
 if ! docker buildx version >/dev/null 2>&1; then
-	on() { case "${1:-}" in "" | 0 | false | no | off) return 1 ;; esac; }
 	if ! on "${CI:-}" && ! on "${KROPS_REAL_ENGINE:-}"; then
 		echo "engine: docker has no buildx plugin (BuildKit); rerun with KROPS_REAL_ENGINE=1 to build buildx $buildx_version and install it" >&2
 		exit 2
 	fi
 	bin="$state/bin/buildx-$buildx_version"
 	if [[ ! -x "$bin/buildx" ]]; then
-		echo "engine: building buildx $buildx_version from the module proxy" >&2
-		start=$SECONDS
 		rm -rf "$bin.tmp" && mkdir -p "$bin.tmp"
-		GOWORK=off GOBIN="$bin.tmp" GOFLAGS=-mod=mod CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/docker/buildx/cmd/buildx@$buildx_version"
+		timed "buildx $buildx_version" env GOWORK=off GOBIN="$bin.tmp" GOFLAGS=-mod=mod CGO_ENABLED=0 \
+			go install -trimpath -ldflags "-s -w" "github.com/docker/buildx/cmd/buildx@$buildx_version"
 		mv "$bin.tmp" "$bin"
-		printf '%s %-40s %5ds\n' "$(date -u +%FT%TZ)" "buildx $buildx_version" $((SECONDS - start)) | tee -a "$state/timings.log" >&2
 	fi
 	mkdir -p /usr/local/lib/docker/cli-plugins
 	ln -sf "$bin/buildx" /usr/local/lib/docker/cli-plugins/docker-buildx

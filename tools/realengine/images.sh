@@ -34,20 +34,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 # shellcheck source=../testbin/lib.sh
 . "$root/tools/testbin/lib.sh"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 export GOWORK=off
 cache="${KROPS_REAL_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krops/realengine}"
 mkdir -p "$cache"
 distribution_version="${KROPS_REAL_ENGINE_DISTRIBUTION:-v3.1.2}"
 # The image's label carries this script's hash: a change here rebuilds it.
 script_key="$(sha256sum "$0" | cut -c1-12)"
-
-timed() { # timed <what> <command...>: runs it, records its seconds
-	local what="$1" start=$SECONDS
-	shift
-	echo "realengine: building $what" >&2
-	"$@"
-	printf '%s %-40s %5ds\n' "$(date -u +%FT%TZ)" "$what" $((SECONDS - start)) | tee -a "$cache/timings.log" >&2
-}
 
 # current <image> <key>: whether the engine has image, built from key.
 current() {

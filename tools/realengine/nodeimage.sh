@@ -31,17 +31,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 # shellcheck source=../testbin/lib.sh
 . "$root/tools/testbin/lib.sh"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 export GOWORK=off
 cache="${KROPS_REAL_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krops/realengine}"
 mkdir -p "$cache"
-log="$cache/timings.log"
-timed() { # timed <what> <command...>: runs it, records its seconds
-	local what="$1" start=$SECONDS
-	shift
-	echo "realengine: $what" >&2
-	"$@"
-	printf '%s %-40s %5ds\n' "$(date -u +%FT%TZ)" "$what" $((SECONDS - start)) | tee -a "$log" >&2
-}
 need() { # need <value> <what>: fails loudly on an empty answer
 	[[ -n "$1" ]] || { echo "realengine: could not determine $2" >&2; exit 1; }
 	printf '%s\n' "$1"
@@ -81,9 +75,8 @@ debs() {
 	local missing=()
 	for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
 	((${#missing[@]} == 0)) && return 0
-	case "${CI:-}${KROPS_REAL_ENGINE:-}" in
-	"" | 0 | false) echo "realengine: missing Debian packages ${missing[*]}: apt-get install them, or rerun with KROPS_REAL_ENGINE=1" >&2; exit 2 ;;
-	esac
+	on "${CI:-}" || on "${KROPS_REAL_ENGINE:-}" ||
+		{ echo "realengine: missing Debian packages ${missing[*]}: apt-get install them, or rerun with KROPS_REAL_ENGINE=1" >&2; exit 2; }
 	echo "realengine: installing ${missing[*]}" >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt.log" 2>&1 ||
 		{ tail -20 "$cache/apt.log" >&2; exit 1; }

@@ -24,6 +24,8 @@ root="$(cd "$here/../.." && pwd)"
 cache="${KROPS_REAL_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krops/realengine}"
 mkdir -p "$cache"
 engine="${CONTAINER_ENGINE:-docker}"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 arg() { # arg <name>: the default of a Dockerfile ARG
 	local v
@@ -43,20 +45,11 @@ if [[ "go$go_want" != "$go_have" ]]; then
 	exit 1
 fi
 
-timed() {
-	local what="$1" start=$SECONDS
-	shift
-	echo "toolboxbases: $what" >&2
-	"$@"
-	printf '%s %-40s %5ds\n' "$(date -u +%FT%TZ)" "$what" $((SECONDS - start)) | tee -a "$cache/timings.log" >&2
-}
-
 # debootstrap <dir> <packages>
 bootstrap() {
 	command -v debootstrap >/dev/null || {
-		case "${CI:-}${KROPS_REAL_ENGINE:-}${KROPS_TOOLBOX_LOCAL_BASES:-}" in
-		"" | 0 | false) echo "toolboxbases: debootstrap is missing: apt-get install debootstrap" >&2; exit 2 ;;
-		esac
+		on "${CI:-}" || on "${KROPS_REAL_ENGINE:-}" || on "${KROPS_TOOLBOX_LOCAL_BASES:-}" ||
+			{ echo "toolboxbases: debootstrap is missing: apt-get install debootstrap" >&2; exit 2; }
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap >"$cache/apt-debootstrap.log" 2>&1
 	}
 	rm -rf "$1"
