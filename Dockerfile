@@ -40,19 +40,28 @@ RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     mkdir /tmp/task && cd /tmp/task && go mod init toolbox/task \
     && go get "github.com/go-task/task/v3/cmd/task@${TASK_VERSION}" \
-    && GOOS=$TARGETOS GOARCH=$TARGETARCH CGO_ENABLED=0 go build -trimpath -o /out/task github.com/go-task/task/v3/cmd/task
+    && GOOS=$TARGETOS GOARCH=$TARGETARCH CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/task github.com/go-task/task/v3/cmd/task
 
-FROM ${RUNTIME_IMAGE}
+# mise from npm, the way tools/task.sh installs it. The package's binary is
+# native: Node and npm stay in this stage, out of the image (they were
+# about 300 MB of it).
+FROM ${RUNTIME_IMAGE} AS mise
 # renovate: datasource=npm depName=@jdxcode/mise
 ARG MISE_VERSION=2026.9.15
-# docker-ce-cli would need Docker's apt repository; docker.io's client and
-# podman-remote come from Debian. npm installs mise, the way tools/task.sh does.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates git docker-cli podman-remote nodejs npm \
+    && apt-get install -y --no-install-recommends ca-certificates nodejs npm \
     && npm install --global --no-audit --no-fund "@jdxcode/mise@${MISE_VERSION}" \
-    && npm cache clean --force \
-    && apt-get purge -y npm && apt-get autoremove -y \
+    && mkdir /out && cp -L "$(npm root --global)/@jdxcode/mise/bin/mise" /out/mise \
+    && /out/mise --version
+
+FROM ${RUNTIME_IMAGE}
+# docker-ce-cli would need Docker's apt repository; docker.io's client and
+# podman-remote come from Debian.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates git docker-cli podman-remote \
+    && apt-get clean \
     && rm -rf /var/lib/apt/lists/*
+COPY --from=mise /out/mise /usr/local/bin/mise
 COPY --from=build /src/bin/ /usr/local/bin/
 COPY --from=build /out/task /usr/local/bin/task
 # Plugins are found on PATH too; krops looks in /usr/local/bin last.

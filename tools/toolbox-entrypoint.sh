@@ -9,4 +9,6 @@ if [ ! -f Taskfile.yml ]; then
 	echo "krops toolbox: /workspace has no Taskfile.yml; mount the krops repository there (task toolbox does)" >&2
 	exit 2
 fi
-exec task "$@"
+# --exit-code: a failed command's own code (2 refusal, 3 unknown state) is
+# the task's, not task's generic 201.
+exec task --exit-code "$@"

@@ -17,11 +17,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kropsdev/krops/plugins/aws/awstest"
+	kropsconfig "github.com/kropsdev/krops/tools/kit/config"
+
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/plugins/sdk/sdkconformance"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/awstest"
 )
 
 func TestMain(m *testing.M) { sdktest.Main(m) }
@@ -110,7 +112,7 @@ func TestAgainstMoto(t *testing.T) {
 
 	t.Run("discover finds exactly the krops set", func(t *testing.T) {
 		proxy := testenv.NewFaultProxy(t, m.URL)
-		d := discover(t, load(t, m, proxy.URL, awstest.ProviderConfig(t)))
+		d := discover(t, load(t, m, proxy.URL, awstest.ProviderConfig(t, hostJSON)))
 		if len(d.errors) > 0 {
 			t.Fatalf("query errors: %+v", d.errors)
 		}
@@ -156,7 +158,7 @@ func TestAgainstMoto(t *testing.T) {
 	})
 
 	t.Run("names that share a target's prefix without evidence are suspects, never ours", func(t *testing.T) {
-		d := discover(t, load(t, m, m.URL, awstest.ProviderConfig(t)))
+		d := discover(t, load(t, m, m.URL, awstest.ProviderConfig(t, hostJSON)))
 		want := append([]string(nil), fp.Suspects...)
 		sort.Strings(want)
 		if got := d.suspectSet(); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -179,7 +181,7 @@ func TestAgainstMoto(t *testing.T) {
 	})
 
 	t.Run("a tag that names a cluster of another environment is never reported", func(t *testing.T) {
-		d := discover(t, load(t, m, m.URL, awstest.ProviderConfig(t)))
+		d := discover(t, load(t, m, m.URL, awstest.ProviderConfig(t, hostJSON)))
 		for _, set := range [][]string{d.set(), d.suspectSet()} {
 			for _, r := range set {
 				if strings.Contains(r, "staging-eu-north-1-workload") || strings.Contains(r, "unrelated") {
@@ -191,7 +193,7 @@ func TestAgainstMoto(t *testing.T) {
 
 	t.Run("an unreachable endpoint is an unknown state, reported at once", func(t *testing.T) {
 		dead := "http://127.0.0.1:1" // nothing listens on port 1
-		c := load(t, m, dead, awstest.ProviderConfig(t))
+		c := load(t, m, dead, awstest.ProviderConfig(t, hostJSON))
 		err := c.Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
 		if !errors.Is(err, sdk.ErrUnknownState) || !strings.Contains(err.Error(), "could not reach the AWS endpoint "+dead+" (sts GetCallerIdentity): connection refused") {
 			t.Fatalf("err = %v, want an unknown state naming the endpoint and the account lookup", err)
@@ -200,7 +202,7 @@ func TestAgainstMoto(t *testing.T) {
 		// listing gets, so the user hears at once.
 		proxy := testenv.NewFaultProxy(t, m.URL)
 		proxy.Add(testenv.Rule{Action: "GetCallerIdentity", Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable"})
-		err = load(t, m, proxy.URL, awstest.ProviderConfig(t)).Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
+		err = load(t, m, proxy.URL, awstest.ProviderConfig(t, hostJSON)).Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
 		if !errors.Is(err, sdk.ErrUnknownState) {
 			t.Errorf("err = %v", err)
 		}
@@ -212,7 +214,7 @@ func TestAgainstMoto(t *testing.T) {
 	t.Run("a failing query is reported and the rest still returned", func(t *testing.T) {
 		proxy := testenv.NewFaultProxy(t, m.URL)
 		proxy.Add(testenv.Rule{Action: "DescribeNatGateways", Status: http.StatusForbidden, Code: "UnauthorizedOperation"})
-		d := discover(t, load(t, m, proxy.URL, awstest.ProviderConfig(t)))
+		d := discover(t, load(t, m, proxy.URL, awstest.ProviderConfig(t, hostJSON)))
 		regions := map[string]bool{}
 		for _, e := range d.errors {
 			if e.Kind != "nat-gateway" {
@@ -254,7 +256,7 @@ func TestAgainstMoto(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				proxy := testenv.NewFaultProxy(t, m.URL)
 				proxy.Add(testenv.Rule{Action: "GetServiceQuota", Respond: eipQuotaStandIn(t, m.URL, tc.eipQuota)})
-				checks, err := load(t, m, proxy.URL, awstest.ProviderConfig(t)).Preflight(context.Background())
+				checks, err := load(t, m, proxy.URL, awstest.ProviderConfig(t, hostJSON)).Preflight(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -281,7 +283,7 @@ func TestAgainstMoto(t *testing.T) {
 
 	t.Run("an account outside the allow-list is refused before any listing", func(t *testing.T) {
 		proxy := testenv.NewFaultProxy(t, m.URL)
-		raw := awstest.ProviderConfig(t, `allowed-accounts = ["999999999999"]`)
+		raw := awstest.ProviderConfig(t, hostJSON, `allowed-accounts = ["999999999999"]`)
 		c := load(t, m, proxy.URL, raw)
 		err := c.Discover(context.Background(), func(sdk.DiscoverEvent) error { return nil })
 		if !errors.Is(err, sdk.ErrRefused) || !strings.Contains(err.Error(), "AWS account 123456789012 is not in environments.aws.allowed-accounts [999999999999]") ||
@@ -302,7 +304,7 @@ func TestAgainstMoto(t *testing.T) {
 // moto of its own rather than TestAgainstMoto's footprint.
 func TestConformance(t *testing.T) {
 	m := testenv.Moto(t, testenv.MotoOptions{})
-	sdkconformance.Run(t, sdktest.Build(t, ".", "aws"), sdkconformance.Options{Config: sdk.Config{Raw: awstest.ProviderConfig(t)}, Env: m.Env()})
+	sdkconformance.Run(t, sdktest.Build(t, ".", "aws"), sdkconformance.Options{Config: sdk.Config{Raw: awstest.ProviderConfig(t, hostJSON)}, Env: m.Env()})
 }
 
 func contains(ids []string, prefix string) bool {
@@ -338,4 +340,14 @@ func eipQuotaStandIn(t *testing.T, motoURL string, perRegion map[string]int) htt
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		fmt.Fprintf(w, `{"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3", "QuotaName": "EC2-VPC Elastic IPs", "Value": %d}}`, perRegion[region])
 	}
+}
+
+// hostJSON is what krops binaries send the aws plugin for the file at path:
+// the host's own configuration loader, so these tests see that contract.
+func hostJSON(path string) ([]byte, error) {
+	c, err := kropsconfig.Load(kropsconfig.LoadOptions{Path: path})
+	if err != nil {
+		return nil, err
+	}
+	return c.ProviderJSON("aws")
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/awstest"
 )
 
 type swept struct {
@@ -48,7 +48,7 @@ func sweep(t *testing.T, c *sdk.Client, scope []sdk.Resource, dryRun bool) swept
 // asynchronous deletions at once.
 func loadSweeper(t *testing.T, m *testenv.MotoServer, endpoint string) *sdk.Client {
 	t.Setenv("KROPS_AWS_POLL_INTERVAL", "0")
-	return load(t, m, endpoint, awstest.ProviderConfig(t))
+	return load(t, m, endpoint, awstest.ProviderConfig(t, hostJSON))
 }
 
 func TestSweepAgainstMoto(t *testing.T) {

@@ -13,5 +13,5 @@ import (
 var version = "dev"
 
 func main() {
-	sdk.Serve(cloudcli.New(azure.Spec(), version, nil), sdk.ServeOptions{})
+	sdk.Serve(cloudcli.New(azure.Spec(), version), sdk.ServeOptions{})
 }

@@ -43,7 +43,7 @@ func calls(t *testing.T, dir string) []string {
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
-const config = `{"bootstrap": {"registry-name": "krops-registry"}, "environment": {"mgmt-cluster": "local-management", "teardown": {"mgmt-container-prefix": "local-management"}}, "teardown": {}}`
+const config = `{"bootstrap": {"registry-name": "krops-registry"}, "environment": {"mgmt-cluster": "local-management", "teardown": {"mgmt-container-prefix": "local-management"}}, "provider": {}}`
 
 func start(t *testing.T, baseEnv []string, env map[string]string) *sdk.Client {
 	t.Helper()
@@ -112,7 +112,8 @@ func TestRegistryLifecycleAgainstAStandInEngine(t *testing.T) {
 			port, _ := registryServer(t, 0, 0)
 			base, dir := standIn(t, tc.state(port))
 			c := start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "0"})
-			msgs, err := c.Hook(context.Background(), sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+			res, err := c.Hook(context.Background(), sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+			msgs := res.Messages
 			if err != nil {
 				t.Fatal(err)
 			}

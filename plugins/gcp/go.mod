@@ -24,7 +24,4 @@ require (
 )
 
 // Monorepo modules: always built from this checkout.
-replace (
-	github.com/kropsdev/krops/plugins/sdk => ../sdk
-	github.com/kropsdev/krops/tools/kit => ../../tools/kit
-)
+replace github.com/kropsdev/krops/plugins/sdk => ../sdk

@@ -13,5 +13,5 @@ import (
 var version = "dev"
 
 func main() {
-	sdk.Serve(cloudcli.New(gcp.Spec(), version, nil), sdk.ServeOptions{})
+	sdk.Serve(cloudcli.New(gcp.Spec(), version), sdk.ServeOptions{})
 }

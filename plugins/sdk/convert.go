@@ -18,10 +18,7 @@ var capToPB = map[Capability]pb.Capability{
 }
 
 var phaseToPB = map[Phase]pb.Phase{
-	PhaseAfterKindCreate:             pb.Phase_PHASE_AFTER_KIND_CREATE,
-	PhaseBeforeMove:                  pb.Phase_PHASE_BEFORE_MOVE,
-	PhaseAfterMove:                   pb.Phase_PHASE_AFTER_MOVE,
-	PhaseBeforeControllerHostRemoval: pb.Phase_PHASE_BEFORE_CONTROLLER_HOST_REMOVAL,
+	PhaseAfterKindCreate: pb.Phase_PHASE_AFTER_KIND_CREATE,
 }
 
 var removalToPB = map[HostRemoval]pb.HostRemoval{

@@ -158,22 +158,22 @@ func (c *Client) KindConfig(ctx context.Context) (KindConfig, error) {
 
 // Hook runs the plugin's hook for phase. A plugin that declares hooks but not
 // this phase is not called.
-func (c *Client) Hook(ctx context.Context, req HookRequest) ([]string, error) {
+func (c *Client) Hook(ctx context.Context, req HookRequest) (HookResult, error) {
 	if err := c.need(CapHooks); err != nil {
-		return nil, err
+		return HookResult{}, err
 	}
 	handled := false
 	for _, p := range c.desc.Phases {
 		handled = handled || p == req.Phase
 	}
 	if !handled {
-		return nil, nil
+		return HookResult{}, nil
 	}
 	resp, err := c.rpc.Hook(ctx, &pb.HookRequest{Phase: phaseToPB[req.Phase], Kubeconfig: req.Kubeconfig, Context: req.Context})
 	if err != nil {
-		return nil, c.wrap("Hook "+string(req.Phase), err)
+		return HookResult{}, c.wrap("Hook "+string(req.Phase), err)
 	}
-	return resp.GetMessages(), nil
+	return HookResult{Messages: resp.GetMessages(), Manifests: resp.GetManifests()}, nil
 }
 
 // PivotInputs asks what the pivot must apply and how to reach the target.

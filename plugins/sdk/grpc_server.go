@@ -140,11 +140,11 @@ func (s *grpcServer) Hook(ctx context.Context, req *pb.HookRequest) (*pb.HookRes
 	if !ok {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown hook phase %v", req.GetPhase())
 	}
-	msgs, err := s.impl.Hook(ctx, HookRequest{Phase: phase, Kubeconfig: req.GetKubeconfig(), Context: req.GetContext()})
+	res, err := s.impl.Hook(ctx, HookRequest{Phase: phase, Kubeconfig: req.GetKubeconfig(), Context: req.GetContext()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.HookResponse{Messages: msgs}, nil
+	return &pb.HookResponse{Messages: res.Messages, Manifests: res.Manifests}, nil
 }
 
 func (s *grpcServer) PivotInputs(ctx context.Context, req *pb.PivotInputsRequest) (*pb.PivotInputsResponse, error) {

@@ -45,10 +45,7 @@ type Phase string
 
 // Phases.
 const (
-	PhaseAfterKindCreate             Phase = "after-kind-create"
-	PhaseBeforeMove                  Phase = "before-move"
-	PhaseAfterMove                   Phase = "after-move"
-	PhaseBeforeControllerHostRemoval Phase = "before-controller-host-removal"
+	PhaseAfterKindCreate Phase = "after-kind-create"
 )
 
 // Description is what Describe returns.
@@ -59,7 +56,13 @@ type Description struct {
 	ProtocolVersion int
 	Capabilities    []Capability
 	Phases          []Phase
-	// ConfigKeys are the bootstrap.toml environment keys the provider reads.
+	// ConfigKeys are the keys the provider adds to bootstrap.toml, which
+	// the host's schema does not know: "environments.*.<key>" in the table
+	// of every environment the provider serves (teardown.<key> for its
+	// [teardown] table), "providers.*.<key>" in its own [providers.<name>]
+	// table. A key declared as a table or an array covers what is inside.
+	// The host refuses, with exit 2, a key of this provider's that is
+	// neither krops's nor declared here; Configure checks the values.
 	ConfigKeys []string
 	// Env names the environment variables the provider needs. The host sends
 	// their values with Configure and starts the plugin without the rest of
@@ -80,7 +83,7 @@ func (d Description) Has(c Capability) bool {
 // Config is what Configure receives.
 type Config struct {
 	Environment string
-	// Raw is {"bootstrap": {...}, "environment": {...}, "teardown": {...}}
+	// Raw is {"bootstrap": {...}, "environment": {...}, "provider": {...}}
 	// with bootstrap.toml's kebab-case keys; Decode reads it into a
 	// provider's own struct.
 	Raw      json.RawMessage
@@ -131,6 +134,18 @@ type HookRequest struct {
 	Phase      Phase
 	Kubeconfig string
 	Context    string
+}
+
+// HookResult is what a hook did and what it asks the host to apply.
+type HookResult struct {
+	// Messages are shown to the user, one line each.
+	Messages []string
+	// Manifests are YAML documents the host server-side applies on the
+	// cluster the phase concerns once the hook returns (the Secrets and
+	// ConfigMaps the provider's controllers read, for example). They may
+	// hold secrets: they travel only over the plugin connection, and the
+	// host names the objects, never their data.
+	Manifests [][]byte
 }
 
 // PivotInputsRequest is the input of PivotInputs.
@@ -245,7 +260,7 @@ type Provider interface {
 	Configure(ctx context.Context, cfg Config) error
 	Preflight(ctx context.Context) ([]Check, error)
 	KindConfig(ctx context.Context) (KindConfig, error)
-	Hook(ctx context.Context, req HookRequest) ([]string, error)
+	Hook(ctx context.Context, req HookRequest) (HookResult, error)
 	PivotInputs(ctx context.Context, req PivotInputsRequest) (PivotInputs, error)
 	TeardownPolicy(ctx context.Context) (TeardownPolicy, error)
 	// Discover calls emit for each event; emit fails when the host has gone
@@ -278,8 +293,8 @@ func (Unimplemented) KindConfig(context.Context) (KindConfig, error) {
 }
 
 // Hook is not supported.
-func (Unimplemented) Hook(context.Context, HookRequest) ([]string, error) {
-	return nil, ErrNotSupported
+func (Unimplemented) Hook(context.Context, HookRequest) (HookResult, error) {
+	return HookResult{}, ErrNotSupported
 }
 
 // PivotInputs is not supported.

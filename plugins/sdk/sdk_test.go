@@ -294,7 +294,7 @@ func TestJSONCloudExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	cfg := sdk.Config{Environment: "demo", Raw: []byte(`{"environment": {"mgmt-cluster": "mgmt", "teardown": {"capi-workloads": ["work"]}}, "teardown": {}}`)}
+	cfg := sdk.Config{Environment: "demo", Raw: []byte(`{"environment": {"mgmt-cluster": "mgmt", "teardown": {"capi-workloads": ["work"]}}, "provider": {}}`)}
 	if err := c.Configure(ctx, cfg, func(k string) (string, bool) { return statePath, k == "JSONCLOUD_STATE" }); err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestConformanceOfTheExampleAndTheTestPlugin(t *testing.T) {
 	writeState(t, statePath, `{"resources": [{"kind": "vpc", "id": "v", "tags": {"krops.io/cluster": "m"}}]}`)
 	t.Run("jsoncloud", func(t *testing.T) {
 		sdkconformance.Run(t, jsonCloud(t), sdkconformance.Options{
-			Config: sdk.Config{Raw: []byte(`{"environment": {"mgmt-cluster": "m"}, "teardown": {}}`)},
+			Config: sdk.Config{Raw: []byte(`{"environment": {"mgmt-cluster": "m"}, "provider": {}}`)},
 			Env:    map[string]string{"JSONCLOUD_STATE": statePath},
 		})
 	})

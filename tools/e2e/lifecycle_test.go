@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
 func TestMain(m *testing.M) { sdktest.Main(m) }

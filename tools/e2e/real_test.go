@@ -3,14 +3,19 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
 // The real-engine lane (`task e2e:real`, docs/testing.md): krops-kind and
@@ -73,7 +78,7 @@ func newRealEnv(t *testing.T) *realEnv {
 		t.Fatal(err)
 	}
 	r := &realEnv{bin: t.TempDir(), home: t.TempDir(), repo: repo}
-	args := append(append([]string{"build"}, testenv.BuildFlags()...), "-o", r.bin+string(filepath.Separator), "../krops-kind", "../krops-flux-seed", "../krops-sweep", "../../plugins/docker")
+	args := append(append([]string{"build"}, testenv.BuildFlags()...), "-o", r.bin+string(filepath.Separator), "../krops-kind", "../krops-flux-seed", "../krops-sweep", "../krops-access", "../../plugins/docker")
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("building the release binaries: %v\n%s", err, out)
 	}
@@ -181,6 +186,13 @@ func TestRealEngineKindAndRegistry(t *testing.T) {
 		}
 	}
 
+	// Tools that follow kind's local-registry convention find the registry.
+	if hosting, err := r.kubectl(t, "-n", "kube-public", "get", "configmap", "local-registry-hosting", "-o", "jsonpath={.data.localRegistryHosting\\.v1}"); err != nil ||
+		!strings.Contains(hosting, `host: "localhost:5001"`) || !strings.Contains(hosting, `hostFromClusterNetwork: "krops-registry:5000"`) {
+		t.Errorf("kube-public/local-registry-hosting: %v\n%s", err, hosting)
+	}
+	portForwardForReal(t, r)
+
 	// A second up reuses the cluster; the mirror taken out of the
 	// configuration leaves the node, the provider's stays.
 	again, took := r.run(t, nil, "krops-kind", "up", "local-host")
@@ -265,12 +277,150 @@ func engineless(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
+// kubectlAt runs kubectl against the lane's kind cluster through the
+// kubeconfig at path.
+func kubectlAt(t *testing.T, path string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", path, "--context", "kind-krops-local-host"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
 // kubectl runs kubectl against the lane's kind cluster.
 func (r *realEnv) kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", filepath.Join(r.home, ".kube", "config"), "--context", "kind-krops-local-host"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
+	return kubectlAt(t, filepath.Join(r.home, ".kube", "config"), args...)
+}
+
+// fluxLane is what a seed on real nodes needs from the lane's images: the
+// operator's image, and the controller images at the digests it pins.
+type fluxLane struct {
+	version, operatorImage string
+	pinned                 map[string]fluxImage
+	components             []string
+}
+
+// The lane's cluster, node, registry and its in-cluster address.
+const (
+	laneCluster       = "krops-local-host"
+	laneNode          = "krops-local-host-control-plane"
+	laneRegistry      = "krops-registry"
+	laneRegistryInNet = laneRegistry + ":5000"
+)
+
+// ghcrMirror is the [[mirrors]] entry the Flux tests append to the
+// configuration: ghcr.io through the local registry, as an air-gapped user
+// runs.
+const ghcrMirror = "[[mirrors]]\nregistry = \"ghcr.io\"\nendpoints = [\"http://" + laneRegistryInNet + "\"]\n"
+
+// newFluxLane checks that the lane built every image the seed will run.
+func newFluxLane(t *testing.T) *fluxLane {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		testenv.Missing(t, "kubectl", "install kubectl (the lane reads the cluster with it)")
+	}
+	opDir := testenv.Testbin("KROPS_FLUX_OPERATOR_BIN")
+	if opDir == "" {
+		testenv.MissingTestbin(t, "the Flux Operator (KROPS_FLUX_OPERATOR_BIN)", testenv.HowToGetFluxOperator)
+	}
+	f := &fluxLane{components: []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"},
+		operatorImage: "ghcr.io/controlplaneio-fluxcd/flux-operator:" + testenv.FluxOperator.Version}
+	f.version, f.pinned = operatorFluxImages(t, opDir)
+	images := []string{f.operatorImage}
+	for _, c := range f.components {
+		images = append(images, f.pinned[c].name+":"+f.pinned[c].tag)
+	}
+	for _, img := range images {
+		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
+			testenv.Missing(t, "the image "+img, "run tools/realengine/images.sh (`tools/task.sh e2e:real` does)")
+		}
+	}
+	return f
+}
+
+// stock puts the images and the chart where the running kind node and the
+// seed find them: the operator's image pushed to the local registry (the
+// node pulls it through its ghcr.io mirror), the controller images
+// imported into the node under the digests the operator pins, the chart
+// pushed to the registry. It returns the chart's repository as the host
+// reaches it (localhost:5001).
+func (f *fluxLane) stock(t *testing.T) string {
+	t.Helper()
+	pushed := "localhost:5001/controlplaneio-fluxcd/flux-operator:" + testenv.FluxOperator.Version
+	engine(t, "tag", f.operatorImage, pushed)
+	engine(t, "push", pushed)
+	_ = exec.Command("docker", "rmi", pushed).Run()
+	for _, c := range f.components {
+		p := f.pinned[c]
+		src, digested := p.name+":"+p.tag, p.name+"@"+p.digest
+		if out, err := exec.Command("sh", "-c", `docker save "$1" | docker exec -i "$2" ctr --namespace=k8s.io images import -`, "_", src, laneNode).CombinedOutput(); err != nil {
+			t.Fatalf("importing %s into the node: %v\n%s", src, err, out)
+		}
+		engine(t, "exec", laneNode, "ctr", "--namespace=k8s.io", "images", "tag", src, digested)
+	}
+	return seedtest.PushOperatorChart(t, "localhost:5001", seedtest.OperatorChart{Version: "0.61.0", Image: f.operatorImage})
+}
+
+// publishedDigest is the config artifact's digest the seed names in its
+// progress, pushed to the registry as this machine or the toolbox reaches it.
+var publishedDigest = regexp.MustCompile(`(?:localhost:5001|` + regexp.QuoteMeta(laneRegistryInNet) + `)/krops@(sha256:[0-9a-f]{64})`)
+
+// checkSeeded asserts what a seed leaves on the node: the FluxInstance
+// Ready at the operator's newest Flux, every controller running from the
+// image the operator pinned, flux-system Ready at the published digest (so
+// source-controller fetched it from the registry's in-cluster name), and
+// the local-host tree's Kustomizations applied from it.
+func (f *fluxLane) checkSeeded(t *testing.T, kubectl func(...string) (string, error), seedStderr string) {
+	t.Helper()
+	// client-go's own retries (a watch on a CRD the operator has not
+	// installed yet) are debug detail, not lines in the progress output.
+	if strings.Contains(seedStderr, "reflector.go") || strings.Contains(seedStderr, "Failed to watch") {
+		t.Errorf("client-go's log lines reached the seed's progress output")
+	}
+	published := publishedDigest.FindStringSubmatch(seedStderr)
+	if published == nil {
+		t.Fatalf("the seed named no published artifact digest")
+	}
+	if got, err := kubectl("get", "fluxinstance", "flux", "-n", "flux-system", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.lastAppliedRevision}`); err != nil ||
+		!strings.HasPrefix(got, "True v"+strings.TrimPrefix(f.version, "v")) {
+		t.Errorf("FluxInstance flux-system/flux (Ready, revision): %q %v", got, err)
+	}
+	images, err := kubectl("get", "pods", "-n", "flux-system", "-o", `jsonpath={range .items[*]}{.status.phase} {.spec.containers[0].image}{"\n"}{end}`)
+	if err != nil {
+		t.Fatal(images)
+	}
+	want := []string{"Running " + f.operatorImage}
+	for _, c := range f.components {
+		want = append(want, "Running "+f.pinned[c].name+":"+f.pinned[c].tag+"@"+f.pinned[c].digest)
+	}
+	got := strings.Split(images, "\n")
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("pods in flux-system (phase, image):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got, err := kubectl("get", "kustomization", "flux-system", "-n", "flux-system", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.lastAppliedRevision}`); err != nil ||
+		got != "True latest@"+published[1] {
+		t.Errorf("Kustomization flux-system/flux-system (Ready, revision): %q %v", got, err)
+	}
+	names, err := kubectl("get", "kustomization", "-n", "flux-system", "-o", `jsonpath={range .items[*]}{.metadata.name}{" "}{end}`)
+	for _, k := range []string{"cert-manager", "capi-operator", "capi-providers", "clusterclasses", "clusters", "addons"} {
+		if err != nil || !slices.Contains(strings.Fields(names), k) {
+			t.Errorf("Kustomization %s not applied from the artifact: have %q %v", k, names, err)
+		}
+	}
+}
+
+// dumpOnFailure logs the cluster's Flux state when t has failed.
+func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
+	if !t.Failed() {
+		return
+	}
+	for _, q := range [][]string{{"get", "pods", "-A", "-o", "wide"}, {"get", "fluxinstance,kustomization,ocirepository", "-A"},
+		{"describe", "pods", "-n", "flux-system"}, {"get", "events", "-A", "--sort-by=.lastTimestamp"}} {
+		out, _ := kubectl(q...)
+		t.Logf("kubectl %s:\n%s", strings.Join(q, " "), out)
+	}
 }
 
 // TestRealEngineFluxOnKind is krops-flux-seed on real kind nodes: the Flux
@@ -292,134 +442,62 @@ func (r *realEnv) kubectl(t *testing.T, args ...string) (string, error) {
 // way: pushed to the registry, pulled through the node's mirror.
 func TestRealEngineFluxOnKind(t *testing.T) {
 	r := newRealEnv(t)
-	const cluster, node, registry = "krops-local-host", "krops-local-host-control-plane", "krops-registry"
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		testenv.Missing(t, "kubectl", "install kubectl (the lane reads the cluster with it)")
-	}
-	opDir := testenv.Testbin("KROPS_FLUX_OPERATOR_BIN")
-	if opDir == "" {
-		testenv.MissingTestbin(t, "the Flux Operator (KROPS_FLUX_OPERATOR_BIN)", testenv.HowToGetFluxOperator)
-	}
-	fluxVersion, pinned := operatorFluxImages(t, opDir)
-	components := []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"}
-	operatorImage := "ghcr.io/controlplaneio-fluxcd/flux-operator:" + testenv.FluxOperator.Version
-	for _, img := range append([]string{operatorImage}, func() (l []string) {
-		for _, c := range components {
-			l = append(l, pinned[c].name+":"+pinned[c].tag)
-		}
-		return l
-	}()...) {
-		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
-			testenv.Missing(t, "the image "+img, "run tools/realengine/images.sh (`tools/task.sh e2e:real` does)")
-		}
-	}
-	if l := leftovers(t, cluster); len(l) > 0 {
+	f := newFluxLane(t)
+	if l := leftovers(t, laneCluster); len(l) > 0 {
 		t.Fatalf("the engine already runs %v: the lane starts from an engine without them (remove them, or tear down with `tools/task.sh teardown ENV=local-host`)", l)
 	}
-	defer func() {
-		if t.Failed() {
-			for _, q := range [][]string{{"get", "pods", "-A", "-o", "wide"}, {"get", "fluxinstance,kustomization,ocirepository", "-A"},
-				{"describe", "pods", "-n", "flux-system"}, {"get", "events", "-A", "--sort-by=.lastTimestamp"}} {
-				out, _ := r.kubectl(t, q...)
-				t.Logf("kubectl %s:\n%s", strings.Join(q, " "), out)
-			}
-		}
-	}()
+	kubectl := func(args ...string) (string, error) { return r.kubectl(t, args...) }
+	defer dumpOnFailure(t, kubectl)
 
-	// ghcr.io through the local registry: how an air-gapped user runs.
-	mirrored := r.withMirrors(t, "[[mirrors]]\nregistry = \"ghcr.io\"\nendpoints = [\"http://"+registry+":5000\"]\n")
+	mirrored := r.withMirrors(t, ghcrMirror)
 	up, upTook := r.run(t, []string{mirrored}, "krops-kind", "up", "local-host")
 	if up.Code != 0 {
 		t.Fatalf("krops-kind up: exit %d after %v\n%s\n%s", up.Code, upTook, up.Stdout, up.Stderr)
 	}
 	t.Logf("krops-kind up took %v", upTook.Round(time.Second))
-
-	pushed := "localhost:5001/controlplaneio-fluxcd/flux-operator:" + testenv.FluxOperator.Version
-	engine(t, "tag", operatorImage, pushed)
-	engine(t, "push", pushed)
-	_ = exec.Command("docker", "rmi", pushed).Run()
-	for _, c := range components {
-		p := pinned[c]
-		src, digested := p.name+":"+p.tag, p.name+"@"+p.digest
-		if out, err := exec.Command("sh", "-c", `docker save "$1" | docker exec -i "$2" ctr --namespace=k8s.io images import -`, "_", src, node).CombinedOutput(); err != nil {
-			t.Fatalf("importing %s into the node: %v\n%s", src, err, out)
-		}
-		engine(t, "exec", node, "ctr", "--namespace=k8s.io", "images", "tag", src, digested)
-	}
-	chart := seedtest.PushOperatorChart(t, "localhost:5001", seedtest.OperatorChart{Version: "0.61.0", Image: operatorImage})
+	chart := f.stock(t)
 
 	// The configuration lives outside the checkout (withMirrors): the
 	// artifact's revision comes from the checkout's git, as the knobs allow.
 	head := strings.TrimSpace(engineless(t, "git", "-C", r.repo, "rev-parse", "HEAD"))
-	revision := []string{mirrored, "KROPS_OCI_GIT_SHA=" + head, "KROPS_OCI_GIT_REF=HEAD", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops"}
-	seed, seedTook := r.run(t, revision, "krops-flux-seed", "local-host", "--chart-repository", chart, "--no-follow")
+	revision := []string{mirrored, "KROPS_OCI_GIT_SHA=" + head, "KROPS_OCI_GIT_REF=HEAD", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops",
+		"KROPS_CHART_REPOSITORY=" + chart}
+	seed, seedTook := r.run(t, revision, "krops-flux-seed", "local-host", "--no-follow")
 	if seed.Code != 0 {
 		t.Fatalf("krops-flux-seed: exit %d after %v\n%s\n%s", seed.Code, seedTook, seed.Stdout, seed.Stderr)
 	}
-	t.Logf("krops-flux-seed (Flux %s) took %v\n%s", fluxVersion, seedTook.Round(time.Second), seed.Stderr)
-	// client-go's own retries (a watch on a CRD the operator has not
-	// installed yet) are debug detail, not lines in the progress output.
-	if strings.Contains(seed.Stderr, "reflector.go") || strings.Contains(seed.Stderr, "Failed to watch") {
-		t.Errorf("client-go's log lines reached the seed's progress output")
-	}
-	published := regexp.MustCompile(`localhost:5001/krops@(sha256:[0-9a-f]{64})`).FindStringSubmatch(seed.Stderr)
-	if published == nil {
-		t.Fatalf("the seed named no published artifact digest")
-	}
-
-	// The FluxInstance is Ready: every controller Deployment rolled out
-	// on the node, from the images the operator pinned.
-	if got, err := r.kubectl(t, "get", "fluxinstance", "flux", "-n", "flux-system", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.lastAppliedRevision}`); err != nil ||
-		!strings.HasPrefix(got, "True v"+strings.TrimPrefix(fluxVersion, "v")) {
-		t.Errorf("FluxInstance flux-system/flux (Ready, revision): %q %v", got, err)
-	}
-	images, err := r.kubectl(t, "get", "pods", "-n", "flux-system", "-o", `jsonpath={range .items[*]}{.status.phase} {.spec.containers[0].image}{"\n"}{end}`)
-	if err != nil {
-		t.Fatal(images)
-	}
-	want := []string{"Running " + operatorImage}
-	for _, c := range components {
-		want = append(want, "Running "+pinned[c].name+":"+pinned[c].tag+"@"+pinned[c].digest)
-	}
-	got := strings.Split(images, "\n")
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("pods in flux-system (phase, image):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	// source-controller fetched the artifact krops published (the same
-	// digest) from the registry's in-cluster name, kustomize-controller
-	// applied it: the local-host tree's Kustomizations exist.
-	if got, err := r.kubectl(t, "get", "kustomization", "flux-system", "-n", "flux-system", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.lastAppliedRevision}`); err != nil ||
-		got != "True latest@"+published[1] {
-		t.Errorf("Kustomization flux-system/flux-system (Ready, revision): %q %v", got, err)
-	}
-	names, err := r.kubectl(t, "get", "kustomization", "-n", "flux-system", "-o", `jsonpath={range .items[*]}{.metadata.name}{" "}{end}`)
-	for _, k := range []string{"cert-manager", "capi-operator", "capi-providers", "clusterclasses", "clusters", "addons"} {
-		if err != nil || !slices.Contains(strings.Fields(names), k) {
-			t.Errorf("Kustomization %s not applied from the artifact: have %q %v", k, names, err)
-		}
-	}
+	t.Logf("krops-flux-seed (Flux %s) took %v\n%s", f.version, seedTook.Round(time.Second), seed.Stderr)
+	f.checkSeeded(t, kubectl, seed.Stderr)
 
 	down, took := r.run(t, nil, "krops-sweep", "local-host")
 	if down.Code != 0 {
 		t.Fatalf("teardown: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
 	}
 	t.Logf("teardown took %v", took.Round(time.Second))
-	if l := leftovers(t, cluster); len(l) > 0 {
+	if l := leftovers(t, laneCluster); len(l) > 0 {
 		t.Errorf("after teardown the engine still has %v", l)
 	}
 }
 
-// TestRealEngineToolbox runs the lifecycle's kind tasks through the real
-// toolbox image (`task toolbox:build`; KROPS_TOOLBOX_IMAGE) against the real
-// engine, from an engine without a kind network: the container starts off
-// it and krops-kind joins it from inside; the kubeconfig lands in the
-// checkout's .kube/, owned by the caller; a second run joins the network
-// from the start; teardown through the toolbox leaves nothing. It also
-// measures the toolbox's start overhead against the same task run natively.
+// TestRealEngineToolbox runs the lifecycle's tasks through the real toolbox
+// image (`task toolbox:build`; KROPS_TOOLBOX_IMAGE) against the real engine,
+// as far as the lane runs natively, from an engine without a kind network
+// and as a user who is not root: the container starts off the network and
+// krops-kind joins it from inside; the kubeconfig lands in the checkout's
+// .kube/, owned by that user; the seed inside pushes the artifact to the
+// registry by its name on the kind network and installs the chart from
+// there (plain HTTP), and Flux comes up Ready on the node; teardown through
+// the toolbox leaves nothing. It also measures the toolbox's start overhead
+// against the same task run natively.
+//
+// STAND-INS, named: as in TestRealEngineFluxOnKind (the chart, two
+// controller images, the pinned digests imported into the node), which is
+// why the test stocks the node between `task kind` and `task seed` instead
+// of running `task bootstrap` in one go; the chain past Flux (cert-manager,
+// Cluster API) is the whole-lifecycle lane's.
 func TestRealEngineToolbox(t *testing.T) {
 	r := newRealEnv(t)
+	f := newFluxLane(t)
 	image := os.Getenv("KROPS_TOOLBOX_IMAGE")
 	if image == "" {
 		image = "krops-toolbox:dev"
@@ -427,8 +505,7 @@ func TestRealEngineToolbox(t *testing.T) {
 	if err := exec.Command("docker", "image", "inspect", image).Run(); err != nil {
 		testenv.Missing(t, "the toolbox image "+image, "run `KROPS_TOOLBOX_LOCAL_BASES=1 tools/task.sh toolbox:build` (`tools/task.sh e2e:real` does)")
 	}
-	const cluster = "krops-local-host"
-	if l := leftovers(t, cluster); len(l) > 0 {
+	if l := leftovers(t, laneCluster); len(l) > 0 {
 		t.Fatalf("the engine already runs %v: the lane starts from an engine without them", l)
 	}
 	// A fresh engine has no kind network; the lane's earlier tests leave
@@ -443,29 +520,95 @@ func TestRealEngineToolbox(t *testing.T) {
 	if out, err := exec.Command("sh", "-c", `git -C "$1" archive HEAD | tar -x -C "$2"`, "_", r.repo, checkout).CombinedOutput(); err != nil {
 		t.Fatalf("a checkout of HEAD: %v\n%s", err, out)
 	}
+	// The checkout's own configuration carries the ghcr.io mirror: the
+	// toolbox sees only the repository.
+	conf, err := os.OpenFile(filepath.Join(checkout, "bootstrap.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conf.WriteString("\n" + ghcrMirror); err != nil {
+		t.Fatal(err)
+	}
+	conf.Close()
 	toolbox := filepath.Join(r.bin, "krops-toolbox")
 	if out, err := exec.Command("go", append(append([]string{"build"}, testenv.BuildFlags()...), "-o", toolbox, "../krops-toolbox")...).CombinedOutput(); err != nil {
 		t.Fatalf("building krops-toolbox: %v\n%s", err, out)
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "KROPS_KIND_NODE_IMAGE=" + os.Getenv("KROPS_KIND_NODE_IMAGE"), "KROPS_TOOLBOX_IMAGE=" + image}
+	head := strings.TrimSpace(engineless(t, "git", "-C", r.repo, "rev-parse", "HEAD"))
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "KROPS_KIND_NODE_IMAGE=" + os.Getenv("KROPS_KIND_NODE_IMAGE"), "KROPS_TOOLBOX_IMAGE=" + image,
+		// The checkout is an archive: its source is given, as a CI job would.
+		"KROPS_OCI_GIT_SHA=" + head, "KROPS_OCI_GIT_REF=HEAD", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops",
+		"KROPS_CHART_REPOSITORY=oci://" + laneRegistryInNet + "/charts"}
+	user := asUser(t, []string{checkout, r.home}, []string{r.bin})
 	run := func(args ...string) (testenv.Result, time.Duration) {
 		start := time.Now()
-		res := testenv.RunBinary(t, checkout, env, toolbox, append([]string{"run", "--"}, args...)...)
+		bin, argv := user.command(toolbox, append([]string{"run", "--"}, args...)...)
+		res := testenv.RunBinary(t, checkout, env, bin, argv...)
 		return res, time.Since(start)
 	}
+	kc := filepath.Join(checkout, ".kube", "config")
+	// The kind context written inside the toolbox names the API server on
+	// the kind network (docs/toolbox.md), which this host does not resolve:
+	// the test reads the cluster from its node.
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command("docker", append([]string{"exec", laneNode, "kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf"}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	defer dumpOnFailure(t, kubectl)
 
 	up, took := run("kind", "ENV=local-host")
 	if up.Code != 0 || !strings.Contains(up.Stderr+up.Stdout, "joining the kind network") {
 		t.Fatalf("task toolbox -- kind: exit %d after %v\n%s\n%s", up.Code, took, up.Stdout, up.Stderr)
 	}
 	t.Logf("task toolbox -- kind ENV=local-host (create) took %v", took.Round(time.Second))
-	kc := filepath.Join(checkout, ".kube", "config")
-	st, err := os.Stat(kc)
-	if err != nil {
-		t.Fatalf("the kubeconfig is not in the checkout's .kube/: %v", err)
+	if server, err := kubectlAt(t, kc, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"); err != nil || server != "https://"+laneNode+":6443" {
+		t.Errorf("the kind context written inside the toolbox: server %q (%v), want the node on the kind network", server, err)
 	}
-	if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Getuid() {
-		t.Errorf("%s is owned by uid %d, not the caller's %d", kc, uid, os.Getuid())
+	f.stock(t)
+
+	seed, took := run("seed", "ENV=local-host", "--", "--no-follow")
+	if seed.Code != 0 {
+		t.Fatalf("task toolbox -- seed: exit %d after %v\n%s\n%s", seed.Code, took, seed.Stdout, seed.Stderr)
+	}
+	t.Logf("task toolbox -- seed ENV=local-host -- --no-follow took %v\n%s", took.Round(time.Second), seed.Stderr)
+	if !strings.Contains(seed.Stderr, laneRegistryInNet+"/krops@sha256:") {
+		t.Errorf("the seed inside did not push to the registry by its name on the kind network")
+	}
+	f.checkSeeded(t, kubectl, seed.Stderr)
+	for _, p := range []string{kc, filepath.Join(checkout, ".kube")} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if uid := int(st.Sys().(*syscall.Stat_t).Uid); uid != user.uid {
+			t.Errorf("%s is owned by uid %d, not the caller's %d", p, uid, user.uid)
+		}
+	}
+
+	// Inside the toolbox the management kubeconfig defaults to the
+	// checkout's .kube/ (beside KUBECONFIG), where it outlives the
+	// container: a management cluster found there (here kind under the
+	// management context, carrying the run metadata the seed wrote, as a
+	// pivoted cluster does) stops the next bootstrap's preflight with exit
+	// 2, nothing changed. The file is removed again before the teardown.
+	mgmtKC := filepath.Join(checkout, ".kube", "krops-local-host-mgmt.yaml")
+	raw, err := os.ReadFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mgmtKC, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	engineless(t, "kubectl", "--kubeconfig", mgmtKC, "config", "rename-context", "kind-krops-local-host", "krops-local-host-mgmt")
+	if err := os.Chown(mgmtKC, user.uid, user.uid); err != nil {
+		t.Fatal(err)
+	}
+	guard, _ := run("preflight", "ENV=local-host")
+	if guard.Code != 2 || !strings.Contains(guard.Stdout+guard.Stderr, "krops-local-host-mgmt") {
+		t.Errorf("task toolbox -- preflight with a management cluster in .kube/: exit %d, want 2 naming its context\n%s\n%s", guard.Code, guard.Stdout, guard.Stderr)
+	}
+	if err := os.Remove(mgmtKC); err != nil {
+		t.Fatal(err)
 	}
 
 	// Now the network exists: the next run starts on it. Its time against
@@ -485,10 +628,153 @@ func TestRealEngineToolbox(t *testing.T) {
 		t.Fatalf("task toolbox -- teardown: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
 	}
 	t.Logf("task toolbox -- teardown took %v", took.Round(time.Second))
-	if l := leftovers(t, cluster); len(l) > 0 {
+	if l := leftovers(t, laneCluster); len(l) > 0 {
 		t.Errorf("after teardown the engine still has %v", l)
 	}
 	if c := engine(t, "ps", "-a", "--filter", "ancestor="+image, "--format", "{{.Names}}"); c != "" {
 		t.Errorf("toolbox containers left: %s", c)
 	}
+	if err := filepath.WalkDir(checkout, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if info, err := d.Info(); err == nil && int(info.Sys().(*syscall.Stat_t).Uid) != user.uid {
+			t.Errorf("%s in the checkout is owned by uid %d after the toolbox ran", p, info.Sys().(*syscall.Stat_t).Uid)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// caller runs a program as the lane's caller. Under root (as the lane runs
+// here) that is a user who is not root, with the engine socket's group, as
+// a developer runs: the toolbox must then run as that user and leave no
+// file of root's behind.
+type caller struct {
+	prefix []string
+	uid    int
+}
+
+// command returns the program and arguments that run bin as the caller.
+func (c caller) command(bin string, args ...string) (string, []string) {
+	if len(c.prefix) == 0 {
+		return bin, args
+	}
+	return c.prefix[0], append(append(append([]string{}, c.prefix[1:]...), bin), args...)
+}
+
+// asUser returns the caller, giving it the directories it writes (owned
+// by it) and those it only enters (their parents made traversable).
+func asUser(t *testing.T, writes, enters []string) caller {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return caller{uid: os.Getuid()}
+	}
+	const uid = 4242
+	var sock syscall.Stat_t
+	if err := syscall.Stat("/var/run/docker.sock", &sock); err != nil {
+		t.Fatalf("the engine socket: %v", err)
+	}
+	for _, d := range append(append([]string{}, writes...), enters...) {
+		for p := d; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, st.Mode().Perm()|0o711); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if out, err := exec.Command("chown", append([]string{"-R", fmt.Sprintf("%d:%d", uid, uid)}, writes...)...).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	return caller{uid: uid, prefix: []string{"setpriv", "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--groups", strconv.Itoa(int(sock.Gid)), "--"}}
+}
+
+// portForwardForReal runs krops-access port-forward through a real kubelet:
+// kind plays the workload cluster (its own kubeconfig in the Secret Cluster
+// API would write), a registry:2 pod (the probe image the node pulled)
+// plays Podinfo behind a Service named like it, on Podinfo's port.
+func portForwardForReal(t *testing.T, r *realEnv) {
+	t.Helper()
+	kubeconfig, err := os.ReadFile(filepath.Join(r.home, ".kube", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: local-workload-kubeconfig, namespace: default}
+data: {value: %s}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: podinfo}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: podinfo-standin, namespace: podinfo, labels: {app: podinfo}}
+spec:
+  containers:
+  - name: registry
+    image: localhost:5001/krops-lane/probe:1
+    imagePullPolicy: IfNotPresent
+    ports: [{name: http, containerPort: 5000}]
+    readinessProbe: {httpGet: {path: /v2/, port: http}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: podinfo, namespace: podinfo}
+spec: {selector: {app: podinfo}, ports: [{name: http, port: 9898, targetPort: http}]}
+`, base64.StdEncoding.EncodeToString(kubeconfig))
+	apply := exec.Command("kubectl", "--kubeconfig", filepath.Join(r.home, ".kube", "config"), "--context", "kind-krops-local-host", "apply", "-f", "-")
+	apply.Stdin = strings.NewReader(manifest)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("applying the stand-in workload: %v\n%s", err, out)
+	}
+	if out, err := r.kubectl(t, "-n", "podinfo", "wait", "--for=condition=Ready", "pod/podinfo-standin", "--timeout=120s"); err != nil {
+		t.Fatalf("the stand-in pod: %v\n%s", err, out)
+	}
+	cmd := exec.Command(filepath.Join(r.bin, "krops-access"), "port-forward", "local-host", "--local-port", "0")
+	cmd.Dir, cmd.Env = r.home, r.env
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- strings.TrimSpace(line)
+	}()
+	var url string
+	select {
+	case url = <-lines:
+	case <-time.After(time.Minute):
+	}
+	if url == "" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("port-forward printed no address:\n%s", stderr.String())
+	}
+	resp, err := http.Get(url + "/v2/")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s/v2/ through the forward: %v %v\n%s", url, err, resp, stderr.String())
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	// Ctrl-C ends it: exit 130, like any interrupted krops tool.
+	_ = cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "to pod podinfo/podinfo-standin port 5000 (Service podinfo) on cluster local-workload") {
+		t.Errorf("port-forward after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	t.Logf("krops-access port-forward:\n%s", stderr.String())
 }

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
 // standInKind is a STAND-IN for kind and its node containers (no engine

@@ -18,8 +18,8 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
 // chainConfig is a bootstrap.toml whose local-host follows a chain made for
@@ -84,28 +84,6 @@ data: {value: %s}
 	return root
 }
 
-// standInEngine is a STAND-IN for the docker CLI (no engine runs here): it
-// answers the calls the docker provider makes to find a load balancer's
-// published port, with the workload API server's loopback port, and logs
-// them.
-func standInEngine(t *testing.T, apiPort string) (dir string) {
-	t.Helper()
-	dir = t.TempDir()
-	script := `#!/bin/sh
-echo "$*" >> "` + dir + `/log"
-case "$1" in
-info) exit 0 ;;
---version) echo "Docker version 28.2.2, build e6534b4" ;;
-port) [ "$2" = local-workload-lb ] || { echo "Error: No such container: $2" >&2; exit 1; }; echo "127.0.0.1:` + apiPort + `" ;;
-*) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
-esac
-`
-	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // The whole chain through the binary: the real Flux Operator and Flux on the
 // "kind" server reconcile the management tree; the workload's kubeconfig
 // Secret appears through Flux; the real docker provider plugin rewrites the
@@ -152,7 +130,8 @@ spec: {interval: 3s, url: oci://%s/krops, insecure: true, ref: {tag: latest}}
 	workload.CreateYAML(t, ctx, ksYAML("flux-system", "./workload/local-host", ""))
 
 	pluginDir := filepath.Dir(testenv.BuildBinary(t, "../../plugins/docker", "krops-provider-docker"))
-	engineDir := standInEngine(t, u.Port())
+	eng := testenv.NewStandInEngine(t, map[string]string{"local-workload-lb": "127.0.0.1:" + u.Port()})
+	engineDir := eng.Dir
 	bin := testenv.BuildBinary(t, ".", "krops-flux-seed")
 	host, port, _ := strings.Cut(reg.Host, ":")
 	env := []string{"PATH=" + sdktest.PathWithoutEngines(t, "", engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + t.TempDir(), "KUBECONFIG=" + mgmt.Kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
@@ -173,7 +152,7 @@ spec: {interval: 3s, url: oci://%s/krops, insecure: true, ref: {tag: latest}}
 	if err := workload.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "from-the-workload-tree"}, &cm); err != nil {
 		t.Errorf("the workload's Flux did not apply workload/local-host: %v", err)
 	}
-	if log, _ := os.ReadFile(filepath.Join(engineDir, "log")); !strings.Contains(string(log), "port local-workload-lb 6443/tcp") {
+	if log := eng.Calls(); !strings.Contains(log, "port local-workload-lb 6443/tcp") {
 		t.Errorf("the provider did not look up the workload's published port; engine calls:\n%s", log)
 	}
 

@@ -3,26 +3,27 @@ module github.com/kropsdev/krops/tools/krops-flux-seed
 go 1.26.0
 
 require (
-	filippo.io/age v1.3.2
-	github.com/google/go-containerregistry v0.22.1
 	github.com/kropsdev/krops/tools/kit v0.0.0
 	github.com/kropsdev/krops/tools/testenv v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
-	helm.sh/helm/v4 v4.3.2
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
-	k8s.io/client-go v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
 )
 
 require (
+	filippo.io/age v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
+	github.com/google/go-containerregistry v0.22.1 // indirect
 	github.com/hashicorp/go-hclog v1.6.3 // indirect
 	github.com/hashicorp/go-plugin v1.8.0 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/kropsdev/krops/tools/crds v0.0.0 // indirect
 	github.com/oklog/run v1.1.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/grpc v1.85.0 // indirect
+	helm.sh/helm/v4 v4.3.2 // indirect
+	k8s.io/client-go v0.37.2 // indirect
 )
 
 require (
@@ -165,3 +166,5 @@ replace (
 )
 
 replace github.com/kropsdev/krops/tools/testenv => ../testenv
+
+replace github.com/kropsdev/krops/tools/crds => ../crds

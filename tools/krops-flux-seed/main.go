@@ -9,17 +9,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kropsdev/krops/plugins/sdk"
 	"os"
 	"strings"
+
+	"github.com/kropsdev/krops/plugins/sdk"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seed"
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seedconfig"
+	"github.com/kropsdev/krops/tools/kit/seed"
+	"github.com/kropsdev/krops/tools/kit/seedconfig"
 )
 
 // version is stamped at build time (-X main.version=...).
@@ -32,7 +33,7 @@ func main() {
 var knobs = []string{
 	"KROPS_PROFILE", "BOOTSTRAP_CONFIG", "KROPS_KIND_CLUSTER", "BOOTSTRAP_KUBECONTEXT", "KUBECONFIG", "KROPS_REGISTRY_NAME",
 	"REGISTRY_PORT", "GIT_REPO_URL", "GITHUB_USER", "AGE_KEY_FILE", "AGE_PUBLIC_KEY", "OCI_REPOSITORY", "OCI_TAG",
-	"LOCAL_RECONCILE_TIMEOUT", "KROPS_TOOLBOX", "KROPS_PLUGIN_DIR", "KROPS_RUN_ID", "KROPS_RUN_TTL", "KROPS_REVISION", "KROPS_RUN_KIND",
+	"KROPS_CHART_REPOSITORY", "LOCAL_RECONCILE_TIMEOUT", "KROPS_TOOLBOX", "KROPS_PLUGIN_DIR", "KROPS_RUN_ID", "KROPS_RUN_TTL", "KROPS_REVISION", "KROPS_RUN_KIND",
 }
 
 func run(args []string) int {
@@ -47,7 +48,6 @@ func newApp() *ucli.App {
 	seedFlags := []ucli.Flag{
 		&ucli.StringFlag{Name: "context", Usage: "kubeconfig context of the cluster to seed (default: the kind cluster's context)"},
 		&ucli.StringFlag{Name: "copy-run-from", Usage: "copy the krops-run ConfigMap exactly from `KUBECONFIG[:CONTEXT]` instead of writing new run metadata"},
-		&ucli.StringFlag{Name: "chart-repository", Value: seed.DefaultChartRepository, Usage: "oci:// repository holding the flux-operator chart"},
 		&ucli.StringFlag{Name: "registry-in-cluster", Usage: "registry address the cluster pulls the artifact from (sync = oci; default: <registry-name>:5000)"},
 		&ucli.StringSliceFlag{Name: "wait-for", Usage: "also wait for this Kustomization in the Flux namespace (repeatable; flux-system always)"},
 		&ucli.BoolFlag{Name: "no-follow", Usage: "wait for the FluxInstance, flux-system and --wait-for only, not the environment's [seed] chain"},
@@ -78,7 +78,10 @@ appear in output. docs/flux-seed.md has the details.`,
 		Commands: []*ucli.Command{
 			{Name: "preflight", Usage: "check the GitHub repository, branch and token (sync = github) and the age key; changes nothing", ArgsUsage: "[ENV]", Action: preflightAction},
 			{Name: "publish", Usage: "pack the trees the environment syncs and push them to the local registry (sync = oci)", ArgsUsage: "[ENV]", Action: publishAction,
-				Flags: []ucli.Flag{&ucli.StringFlag{Name: "ref", Usage: "push to `REGISTRY/REPOSITORY:TAG` instead of REGISTRY_HOST:REGISTRY_PORT/OCI_REPOSITORY:OCI_TAG"}}},
+				Flags: []ucli.Flag{
+					&ucli.StringFlag{Name: "ref", Usage: "push to `REGISTRY/REPOSITORY:TAG` instead of REGISTRY_HOST:REGISTRY_PORT/OCI_REPOSITORY:OCI_TAG"},
+					&ucli.BoolFlag{Name: "reconcile", Usage: "then ask Flux to fetch it now (OCIRepository flux-system on the kind cluster and on the management cluster, each that has one)"},
+				}},
 		},
 	})
 	return app
@@ -119,7 +122,18 @@ func publishAction(c *ucli.Context) error {
 	if ref == "" {
 		ref = seedconfig.LocalRef(sel)
 	}
-	return seedconfig.Publish(c.Context, sel, ref, cli.Printer(c, c.App.ErrWriter))
+	prog := cli.Printer(c, c.App.ErrWriter)
+	if err := seedconfig.Publish(c.Context, sel, ref, prog); err != nil {
+		return err
+	}
+	if !c.Bool("reconcile") {
+		return nil
+	}
+	kind, err := sel.Kind()
+	if err != nil {
+		return err
+	}
+	return seedconfig.Reconcile(c.Context, sel.Config.Bootstrap.FluxNamespace, []kubecfg.Ref{kind, sel.Mgmt()}, prog)
 }
 
 func seedAction(c *ucli.Context) error {
@@ -129,23 +143,21 @@ func seedAction(c *ucli.Context) error {
 	}
 	sel := ch.Sel
 	prog := cli.Printer(c, c.App.ErrWriter)
-	home, _ := os.UserHomeDir()
-	kubeconfig, err := kubecfg.Path(sel.Knobs.Kubeconfig, home)
+	kind, err := sel.Kind()
 	if err != nil {
-		return cli.UsageError(err)
+		return err
 	}
-	kctx := c.String("context")
-	if kctx == "" {
-		kctx = sel.Config.Bootstrap.KindContext
+	if kctx := c.String("context"); kctx != "" {
+		kind.Context = kctx
 	}
 	p := seedconfig.Params{
-		Cluster: seed.Cluster{Kubeconfig: kubeconfig, Context: kctx}, ChartRepository: c.String("chart-repository"),
+		Cluster:           kind,
 		RegistryInCluster: c.String("registry-in-cluster"), WaitFor: c.StringSlice("wait-for"), NoFollow: c.Bool("no-follow"), NoWait: c.Bool("no-wait"),
 		Progress: prog, PluginStderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
 	}
 	if from := c.String("copy-run-from"); from != "" {
 		path, fctx, _ := strings.Cut(from, ":")
-		p.CopyFrom = &seed.Cluster{Kubeconfig: path, Context: fctx}
+		p.CopyFrom = &kubecfg.Ref{Path: path, Context: fctx}
 	}
 	o, release, err := seedconfig.Options(c.Context, ch, p)
 	defer release()

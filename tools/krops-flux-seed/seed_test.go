@@ -2,17 +2,21 @@ package main_test
 
 import (
 	"context"
-	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
 // The whole seed of local-host through the binary: the chart installed by
@@ -72,6 +76,42 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 	}
 	if !strings.Contains(r.Stderr, "release flux-operator is already at 0.61.0: unchanged") {
 		t.Errorf("rerun output:\n%s", r.Stderr)
+	}
+
+	// Where this Flux syncs from, for the trees to hand on.
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "krops-sync"}, &cm); err != nil || cm.Data["KROPS_SYNC_URL"] != "oci://"+reg.Host+"/krops" || cm.Data["KROPS_SYNC_REF"] != "latest" {
+		t.Errorf("krops-sync: %v %v", cm.Data, err)
+	}
+
+	// oci-push: republish and ask Flux to fetch now; the real
+	// source-controller confirms it handled the request. The management
+	// cluster's kubeconfig does not exist here, so it is skipped.
+	r = testenv.RunBinary(t, root, env, bin, "publish", "local-host", "--reconcile")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "✔ publishing the config artifact") || !strings.Contains(r.Stderr, "✔ asking Flux to fetch OCIRepository flux-system/flux-system now (context kind-seed") {
+		t.Fatalf("publish --reconcile: exit %d\n%s", r.Code, r.Stderr)
+	}
+	_, at, _ := strings.Cut(r.Stderr, "reconcile.fluxcd.io/requestedAt=")
+	at, _, _ = strings.Cut(at, "\n")
+	handled := func() string {
+		var repo unstructured.Unstructured
+		repo.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "OCIRepository"})
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "flux-system"}, &repo); err != nil {
+			return err.Error()
+		}
+		v, _, _ := unstructured.NestedString(repo.Object, "status", "lastHandledReconcileAt")
+		return v
+	}
+	deadline := time.Now().Add(time.Minute)
+	for handled() != at && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := handled(); at == "" || got != at {
+		t.Errorf("source-controller handled reconcile request %q, want %q", got, at)
+	}
+	// No cluster to ask: the push stands, the exit says the request failed.
+	noCluster := append(append([]string{}, env...), "BOOTSTRAP_KUBECONTEXT=kind-gone")
+	if r = testenv.RunBinary(t, root, noCluster, bin, "publish", "local-host", "--reconcile"); r.Code != 1 || !strings.Contains(r.Stderr, "no cluster took the reconcile request") {
+		t.Errorf("publish --reconcile with no cluster: exit %d\n%s", r.Code, r.Stderr)
 	}
 
 	// A wait that runs out names what blocks with Flux's own reason,

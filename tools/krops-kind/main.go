@@ -10,20 +10,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/bootcluster"
+	"github.com/kropsdev/krops/tools/kit/budget"
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/kindcfg"
+	"github.com/kropsdev/krops/tools/kit/kindsetup"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/lock"
 	"github.com/kropsdev/krops/tools/kit/pivoted"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/ui"
-	"github.com/kropsdev/krops/tools/krops-kind/bootcluster"
-	"github.com/kropsdev/krops/tools/krops-kind/kindcfg"
-	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
 )
 
 // version is stamped at build time (-X main.version=...).
@@ -156,7 +156,7 @@ func up(c *ucli.Context) error {
 			return cli.UsageError(err)
 		}
 		if f.State == pivoted.NotYet {
-			s.prog.Warnf("the management cluster behind context %s in %s answers without run metadata: a pivot into it may have stopped before its move", o.Context, o.Kubeconfig)
+			s.prog.Warnf("the management cluster behind context %s in %s answers without run metadata: a pivot into it may have stopped before its move", o.Cluster.Context, o.Cluster.Path)
 		}
 		return f.CreateKindGuard(s.sel.Environment.Name, o)
 	}
@@ -172,7 +172,7 @@ func up(c *ucli.Context) error {
 // mgmt names the environment's management cluster, whose run metadata says
 // whether an earlier pivot lives there.
 func (s *setup) mgmt() pivoted.Options {
-	return pivoted.Options{Kubeconfig: s.sel.Knobs.MgmtKubeconfig, Context: s.sel.Config.Bootstrap.MgmtContext, FluxNamespace: s.sel.Config.Bootstrap.FluxNamespace}
+	return pivoted.Options{Cluster: s.sel.Mgmt(), FluxNamespace: s.sel.Config.Bootstrap.FluxNamespace}
 }
 
 func down(c *ucli.Context) error {
@@ -203,7 +203,7 @@ func status(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	r := statusReport{Status: bootcluster.Status{Name: s.opts.Name, Context: s.opts.Context, Kubeconfig: s.opts.Kubeconfig, Nodes: []bootcluster.NodeStatus{}}}
+	r := statusReport{Status: bootcluster.Status{Name: s.opts.Name, Context: s.opts.Kubeconfig.Context, Kubeconfig: s.opts.Kubeconfig.Path, Nodes: []bootcluster.NodeStatus{}}}
 	if h, held, err := lock.Status(lock.Options{Name: "kind-" + s.opts.Name}); err == nil && held {
 		r.Lock = &h
 	}
@@ -211,7 +211,7 @@ func status(c *ucli.Context) error {
 		r.EngineErr = s.EngineErr.Error()
 	} else {
 		r.Engine, r.EngineSock = s.Engine.Name, s.Engine.Sock
-		if r.Status, err = bootcluster.Inspect(c.Context, s.opts, 10*time.Second); err != nil {
+		if r.Status, err = bootcluster.Inspect(c.Context, s.opts, budget.Probe); err != nil {
 			return err
 		}
 	}
@@ -288,16 +288,19 @@ func preflight(c *ucli.Context) error {
 			fmt.Fprintf(c.App.Writer, "! %s\n", w)
 		}
 	}
-	check("KUBECONFIG", kubecfg.Writable(s.opts.Kubeconfig), s.opts.Kubeconfig)
+	check("KUBECONFIG", kubecfg.Writable(s.opts.Kubeconfig.Path), s.opts.Kubeconfig.Path)
 	check("node image", nil, s.opts.NodeImage+" ("+s.NodeImageFrom+")")
+	if t := s.opts.PostCreateTask; t != "" {
+		check("post-kind-create-task", s.opts.CheckTask(c.Context), t+" (mise -E "+s.sel.Environment.Name+" run "+t+")")
+	}
 	mo := s.mgmt()
 	switch f, err := pivoted.Look(c.Context, mo); {
 	case err != nil:
 		check("earlier pivot", err, "")
 	case f.State == pivoted.None:
-		check("earlier pivot", nil, "none (no context "+mo.Context+" in "+mo.Kubeconfig+")")
+		check("earlier pivot", nil, "none (no context "+mo.Cluster.Context+" in "+mo.Cluster.Path+")")
 	case f.State == pivoted.NotYet:
-		check("earlier pivot", nil, "none finished (the management cluster behind "+mo.Context+" answers without run metadata)")
+		check("earlier pivot", nil, "none finished (the management cluster behind "+mo.Cluster.Context+" answers without run metadata)")
 	default:
 		unknown = unknown || f.State == pivoted.Unknown
 		check("earlier pivot", f.CreateKindGuard(s.sel.Environment.Name, mo), "")
@@ -357,15 +360,15 @@ func (p pluginProvider) KindConfig(ctx context.Context) (bootcluster.ProviderKin
 	return pk, nil
 }
 
-func (p pluginProvider) AfterKindCreate(ctx context.Context, kubeconfig, kubeContext string) ([]string, error) {
+func (p pluginProvider) AfterKindCreate(ctx context.Context, kubeconfig, kubeContext string) (sdk.HookResult, error) {
 	d := p.c.Description()
 	if !d.Has(sdk.CapHooks) {
-		return nil, nil
+		return sdk.HookResult{}, nil
 	}
 	for _, ph := range d.Phases {
 		if ph == sdk.PhaseAfterKindCreate {
 			return p.c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate, Kubeconfig: kubeconfig, Context: kubeContext})
 		}
 	}
-	return nil, nil
+	return sdk.HookResult{}, nil
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/awstest"
 )
 
 // idPattern matches the ids moto generates at random, so golden files can
@@ -93,8 +93,19 @@ func TestAWSReportWithAFailingResourceType(t *testing.T) {
 func TestAWSReportExitCodes(t *testing.T) {
 	f, proxy, env := awsFixture(t)
 	refused := strings.Replace(awstest.BootstrapTOML, "provider = \"aws\"\n", "provider = \"aws\"\nallowed-accounts = [\"999999999999\"]\n", 1)
-	if err := os.WriteFile(filepath.Join(f.dir, "refused.toml"), []byte(refused), 0o644); err != nil {
-		t.Fatal(err)
+	// Keys the aws plugin owns: one it does not declare (a typo), refused
+	// by the host; values it declares but finds wrong, refused by the
+	// plugin's Configure. Both exit 2 naming the file and the key.
+	typo := strings.Replace(awstest.BootstrapTOML, "[[environments.aws.teardown.aws-workloads]]", "mgmt-iam-role-prefx = \"krops\"\n[[environments.aws.teardown.aws-workloads]]", 1)
+	badAccount := strings.Replace(awstest.BootstrapTOML, "provider = \"aws\"\n", "provider = \"aws\"\nallowed-accounts = [\"12345\"]\n", 1)
+	badPattern := strings.Replace(awstest.BootstrapTOML, "krops-{account_id}-{cluster_name}-data", "krops-{cluster_name}-data", 1)
+	for name, body := range map[string]string{"refused.toml": refused, "typo.toml": typo, "account.toml": badAccount, "pattern.toml": badPattern} {
+		if body == awstest.BootstrapTOML {
+			t.Fatalf("%s: the fixture did not change; the test would prove nothing", name)
+		}
+		if err := os.WriteFile(filepath.Join(f.dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	proxy.Add(testenv.Rule{Path: "^/deny", Status: 403, Code: "InvalidClientTokenId"})
 	cases := []struct {
@@ -104,6 +115,9 @@ func TestAWSReportExitCodes(t *testing.T) {
 		want string
 	}{
 		{"account outside allowed-accounts", []string{"BOOTSTRAP_CONFIG=refused.toml"}, 2, "AWS account 123456789012 is not in environments.aws.allowed-accounts [999999999999]"},
+		{"a key the provider does not declare", []string{"BOOTSTRAP_CONFIG=typo.toml"}, 2, `typo.toml: unknown key "environments.aws.teardown.mgmt-iam-role-prefx"`},
+		{"an account id the provider refuses", []string{"BOOTSTRAP_CONFIG=account.toml"}, 2, `environments.aws.allowed-accounts[0] "12345" is not an AWS account id`},
+		{"a bucket pattern the provider refuses", []string{"BOOTSTRAP_CONFIG=pattern.toml"}, 2, "providers.aws.teardown.s3-bucket-pattern"},
 		{"endpoint unreachable", []string{"AWS_ENDPOINT_URL=http://127.0.0.1:1"}, 3, "nothing could be read, so there is no report"},
 		{"credentials refused", []string{"AWS_ENDPOINT_URL=" + proxy.URL + "/deny"}, 3, "could not read the AWS account"},
 	}

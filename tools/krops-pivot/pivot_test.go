@@ -151,6 +151,17 @@ func uninterrupted(t *testing.T) []string {
 	}
 	t.Logf("pivot output:\n%s\n%s", r.Stdout, r.Stderr)
 	w.checkMoved(t, before)
+	// pivot-sops-secrets: decrypted in memory with the age key, applied on
+	// the target, the plaintext in no output and no file (the repository,
+	// the home with the pivot's state and backup).
+	var creds corev1.Secret
+	if err := w.target.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "pivot-creds"}, &creds); err != nil || string(creds.Data["password"]) != pivotSecretValue {
+		t.Errorf("pivot-creds on the target: %v %v", err, creds.Data)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, pivotSecretValue) {
+		t.Error("the pivot printed the plaintext of pivot-sops-secrets")
+	}
+	noPlaintextUnder(t, w.root, envValue(w.env, "HOME"))
 	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); !strings.Contains(string(log), "rm -f -v krops-local-host-control-plane") {
 		t.Errorf("kind was not deleted; engine calls:\n%s", log)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,14 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kropsdev/krops/plugins/sdk/sdktest"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/tools/krops-flux-seed/seedtest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
 // world is one pivot's surroundings: "kind" and "target", two real
@@ -46,7 +47,7 @@ var worldConfig = testenv.BootstrapTOML(func() testenv.Env {
 	e := testenv.LocalHost()
 	e.ReadyTimeout = "2m"
 	e.ProviderManifests = []string{"providers/namespaces.yaml", "providers/providers.yaml"}
-	e.Keys = []string{`pivot-manifests = ["pivot/vars.yaml"]`}
+	e.Keys = []string{`pivot-manifests = ["pivot/vars.yaml"]`, `pivot-sops-secrets = ["pivot/creds.sops.yaml"]`}
 	e.Tables = `[environments.local-host.pivot-manifest-vars]
 FROM_CONFIG = "set-in-bootstrap-toml"
 
@@ -140,6 +141,8 @@ func newWorld(t *testing.T) *world {
 			t.Fatal(err)
 		}
 	}
+	home := t.TempDir()
+	ageKey := w.sopsSecret(t, home)
 	u, err := url.Parse(w.target.Config.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -158,8 +161,7 @@ func newWorld(t *testing.T) *world {
 	w.bin = testenv.BuildBinary(t, ".", "krops-pivot")
 	plugin := testenv.BuildBinary(t, "../../plugins/docker", "krops-provider-docker")
 	host, port, _ := strings.Cut(reg.Host, ":")
-	home := t.TempDir()
-	w.env = []string{"PATH=" + sdktest.PathWithoutEngines(t, "", w.engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + home,
+	w.env = []string{"AGE_KEY_FILE=" + ageKey, "PATH=" + sdktest.PathWithoutEngines(t, "", w.engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + home,
 		"KUBECONFIG=" + w.kind.Kubeconfig, "MGMT_KUBECONFIG=" + filepath.Join(home, ".kube", "krops-local-host-mgmt.yaml"),
 		"BOOTSTRAP_CONFIG=" + filepath.Join(w.root, "bootstrap.toml"), "KROPS_PLUGIN_DIR=" + filepath.Dir(plugin),
 		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
@@ -168,6 +170,52 @@ func newWorld(t *testing.T) *world {
 		"--registry-in-cluster", reg.Host, "--provider-timeout", "2m", "--node-timeout", "2m"}
 	w.seedKind(t, ctx)
 	return w
+}
+
+// pivotSecretValue is the value of the pivot-sops-secrets manifest: it must
+// reach the target, and never the disk or the output.
+const pivotSecretValue = "pivot-s3cret-9f2c7d"
+
+// sopsSecret makes a real age key and encrypts the environment's
+// pivot-sops-secrets manifest for it by .sops.yaml, with krops-sops, the
+// way an operator does (docs/secrets.md). It returns the key file.
+func (w *world) sopsSecret(t *testing.T, home string) string {
+	t.Helper()
+	sops := testenv.BuildBinary(t, "../krops-sops", "krops-sops")
+	key := filepath.Join(home, "age.agekey")
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AGE_KEY_FILE=" + key}
+	r := testenv.RunBinary(t, w.root, env, sops, "keygen")
+	pub, ok := strings.CutPrefix(strings.TrimSpace(r.Stdout), "Public key: ")
+	if r.Code != 0 || !ok {
+		t.Fatalf("krops-sops keygen: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	rules := "creation_rules:\n- path_regex: .*\\.sops\\.yaml$\n  encrypted_regex: ^(data|stringData)$\n  age: " + pub + "\n"
+	plain := "apiVersion: v1\nkind: Secret\nmetadata: {name: pivot-creds, namespace: default}\nstringData: {password: " + pivotSecretValue + "}\n"
+	for p, c := range map[string]string{".sops.yaml": rules, "pivot/creds.sops.yaml": plain} {
+		if err := os.WriteFile(filepath.Join(w.root, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := testenv.RunBinary(t, w.root, env, sops, "encrypt", "pivot/creds.sops.yaml"); r.Code != 0 {
+		t.Fatalf("krops-sops encrypt: exit %d\n%s", r.Code, r.Stderr)
+	}
+	return key
+}
+
+// noPlaintextUnder fails when a file under one of dirs holds the secret.
+func noPlaintextUnder(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return nil
+			}
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), pivotSecretValue) {
+				t.Errorf("%s holds the plaintext of pivot-sops-secrets", p)
+			}
+			return nil
+		})
+	}
 }
 
 func (w *world) run(t *testing.T, extraEnv ...string) testenv.Result {

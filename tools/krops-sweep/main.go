@@ -13,7 +13,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
-	"github.com/kropsdev/krops/tools/krops-kind/kindsetup"
+	"github.com/kropsdev/krops/tools/kit/kindsetup"
 	"github.com/kropsdev/krops/tools/krops-sweep/internal/cloudsweep"
 )
 

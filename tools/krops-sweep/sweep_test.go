@@ -12,9 +12,9 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/awstest"
 )
 
 // The tests run the real krops-sweep binary with the real aws and docker

@@ -21,12 +21,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"github.com/kropsdev/krops/tools/kit/configartifact"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/lock"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/awstest"
 )
 
 var clusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
@@ -433,11 +433,22 @@ func TestTeardownGuards(t *testing.T) {
 		t.Fatalf("forced: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 
-	// No controller host at all: the Kubernetes side is skipped, and the
-	// exit is not 0.
+	// No controller host at all, and no context of one: with kind's
+	// container still on the engine the Kubernetes side is skipped and the
+	// exit is not 0; with none, it is gone, and the rerun is a no-op.
+	if err := os.Remove(filepath.Join(s.engineDir, "deleted")); err != nil {
+		t.Fatal(err)
+	}
 	r = s.run(t, []string{"KUBECONFIG=" + filepath.Join(s.dir, "none.yaml")}, "local-host")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "no controller host answered") {
-		t.Errorf("no host: exit %d\n%s", r.Code, r.Stderr)
+		t.Errorf("no host, kind's container there: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if err := os.WriteFile(filepath.Join(s.engineDir, "deleted"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = s.run(t, []string{"KUBECONFIG=" + filepath.Join(s.dir, "none.yaml")}, "local-host")
+	if r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "already gone") {
+		t.Errorf("nothing left: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
@@ -446,7 +457,7 @@ func TestTeardownGuards(t *testing.T) {
 func TestTeardownRerunAfterEveryStep(t *testing.T) {
 	t.Parallel() // its own API servers, moto, engine and directories
 	s := newSite(t)
-	for _, step := range []string{"load-balancers", "suspend-flux", "clusters", "cloud", "providers"} {
+	for _, step := range []string{"load-balancers", "suspend-flux", "clusters", "providers", "cloud"} {
 		r := s.run(t, []string{"KROPS_TEST_TEARDOWN_STOP_AFTER=" + step}, "local-host")
 		if r.Code != 1 || !strings.Contains(r.Stderr, "stopped on request after a step "+step) || s.kindDeleted() {
 			t.Fatalf("stop after %s: exit %d\n%s", step, r.Code, r.Stderr)
@@ -481,11 +492,7 @@ func TestTeardownRerunAfterEveryStep(t *testing.T) {
 // last.
 func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
 	t.Parallel() // its own API servers, moto, engine and directories
-	s := newBase(t, awstest.BootstrapTOML, []string{"aws"}, false)
-	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
-	awstest.Build(t, m.URL, awstest.Options{})
-	proxy := testenv.NewFaultProxy(t, m.URL)
-	s.clusters(t, "eu-north-1-management", "eu-north-1-workload", "eu-west-1-workload")
+	s, m, proxy := newAWSSite(t)
 	var atFirstDeletion []string
 	var once sync.Once
 	yes := true
@@ -526,6 +533,98 @@ func TestTeardownAWSDeletesWorkloadsBeforeTheSweep(t *testing.T) {
 	if !s.kindDeleted() {
 		t.Error("kind was not deleted")
 	}
+}
+
+// aws after the pivot: the management cluster is the controller host, and
+// the cloud sweep (the real aws plugin against moto) deletes it. The
+// providers go before the sweep's first deletion, so nothing recreates what
+// it deletes and nothing queries the host after it; once the management EKS
+// cluster is deleted the host stops answering (the harness's API server
+// breaks off every call, as a deleted endpoint does), its context is
+// removed, the exit is 0, and a rerun is a no-op that exits 0 too.
+func TestTeardownAWSAfterThePivotEndsWithTheManagementCluster(t *testing.T) {
+	t.Parallel() // its own API servers, moto, engine and directories
+	s, m, proxy := newAWSSite(t)
+	s.kind.CreateYAML(t, s.ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: capi-system}\n")
+	s.kind.CreateYAML(t, s.ctx, "apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: CoreProvider\nmetadata: {name: cluster-api, namespace: capi-system}\nspec: {version: v1.14.2}\n")
+	mgmt := s.rec.Kubeconfig(t, "krops-aws-mgmt")
+
+	var gone atomic.Bool
+	var atFirstCloudDeletion []string
+	var once sync.Once
+	yes := true
+	proxy.Add(testenv.Rule{Mutating: &yes, Respond: func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { atFirstCloudDeletion = s.rec.Writes() })
+		proxy.Forward(w, r)
+		if r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/clusters/default_eu-north-1-management-control-plane") {
+			gone.Store(true)
+		}
+	}})
+	s.rec.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if gone.Load() {
+			panic(http.ErrAbortHandler)
+		}
+		return false
+	})
+	env := append([]string{"KROPS_AWS_POLL_INTERVAL=0", "KROPS_KIND_CLUSTER=krops-local-host", "KUBECONFIG=" + filepath.Join(s.dir, "kind-is-gone.yaml"), "MGMT_KUBECONFIG=" + mgmt},
+		m.Environ(proxy.URL)...)
+	// The stand-in engine lists no kind container: kind went with the pivot.
+	if err := os.WriteFile(filepath.Join(s.engineDir, "deleted"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The plugin is started once for the whole run (the preflight's read
+	// of the cloud and the sweep use the same process): a wrapper counts.
+	plugin := filepath.Join(s.dir, "plugins", "krops-provider-aws")
+	starts := filepath.Join(s.dir, "plugin-starts")
+	if err := os.Rename(plugin, plugin+".real"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plugin, []byte("#!/bin/sh\necho start >> '"+starts+"'\nexec '"+plugin+".real' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run(t, env, "aws")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "controller host: the management cluster (context krops-aws-mgmt)") {
+		t.Fatalf("teardown: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if b, err := os.ReadFile(starts); err != nil || strings.Count(string(b), "start") != 1 {
+		t.Errorf("the aws plugin was started %d times in one teardown, want once (%v)", strings.Count(string(b), "start"), err)
+	}
+	if !gone.Load() {
+		t.Fatal("the sweep never deleted the management EKS cluster")
+	}
+	if index(atFirstCloudDeletion, "DELETE", "/coreproviders/cluster-api") < 0 {
+		t.Errorf("the providers were not deleted before the sweep's first deletion; writes until then:\n%s", strings.Join(atFirstCloudDeletion, "\n"))
+	}
+	writes := s.rec.Writes()
+	if index(writes, "DELETE", "/clusters/eu-north-1-management") >= 0 {
+		t.Errorf("the management Cluster was deleted through its own object:\n%s", strings.Join(writes, "\n"))
+	}
+	if index(atFirstCloudDeletion, "DELETE", "/clusters/eu-north-1-workload") < 0 || index(atFirstCloudDeletion, "DELETE", "/clusters/eu-west-1-workload") < 0 {
+		t.Errorf("the workload Clusters were not deleted before the sweep:\n%s", strings.Join(atFirstCloudDeletion, "\n"))
+	}
+	if has, err := kubecfg.HasContext(mgmt, "krops-aws-mgmt"); err != nil || has {
+		t.Errorf("context krops-aws-mgmt is still in %s after the sweep removed its cluster (%v)", mgmt, err)
+	}
+	if !strings.Contains(r.Stdout, "by the cloud sweep") {
+		t.Errorf("the summary does not say the management cluster went with the sweep:\n%s", r.Stdout)
+	}
+	again := s.run(t, env, "aws")
+	if again.Code != 0 || !strings.Contains(again.Stdout+again.Stderr, "already gone") {
+		t.Errorf("rerun: exit %d\n%s\n%s", again.Code, again.Stdout, again.Stderr)
+	}
+}
+
+// newAWSSite is the aws environment's host (the harness's API server with
+// the real Cluster API manager), its Clusters, the aws plugin, and moto
+// holding the environment's footprint behind a fault proxy.
+func newAWSSite(t *testing.T) (*site, *testenv.MotoServer, *testenv.FaultProxy) {
+	t.Helper()
+	s := newBase(t, awstest.BootstrapTOML, []string{"aws"}, false)
+	m := testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})
+	awstest.Build(t, m.URL, awstest.Options{})
+	proxy := testenv.NewFaultProxy(t, m.URL)
+	s.clusters(t, "eu-north-1-management", "eu-north-1-workload", "eu-west-1-workload")
+	return s, m, proxy
 }
 
 // local-talos: every Cluster goes, the management one included (the

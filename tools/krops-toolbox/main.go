@@ -14,7 +14,7 @@ import (
 
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 	"github.com/kropsdev/krops/tools/kit/cli"
-	"github.com/kropsdev/krops/tools/krops-toolbox/toolbox"
+	"github.com/kropsdev/krops/tools/krops-toolbox/internal/toolbox"
 )
 
 // version is stamped at build time (-X main.version=...).

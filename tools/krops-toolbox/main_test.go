@@ -191,6 +191,29 @@ func TestHostFilesAreMountedAndRewritten(t *testing.T) {
 	if r.Code != 2 || !strings.Contains(r.Stderr, "AGE_KEY_FILE=/nonexistent/age.key") {
 		t.Errorf("a missing host file: exit %d:\n%s", r.Code, r.Stderr)
 	}
+
+	// The configuration resolves the trees beside itself: inside the
+	// repository it is rewritten, outside it is refused before anything
+	// runs (a mount of the file alone would bring no trees along).
+	conf := filepath.Join(s.repo, "envs", "bootstrap.toml")
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("# x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, argv, _ = s.run(t, []string{"BOOTSTRAP_CONFIG=" + conf}, "run", "--", "bootstrap")
+	if r.Code != 0 || !has(argv, "-e", "BOOTSTRAP_CONFIG=/workspace/envs/bootstrap.toml") {
+		t.Errorf("BOOTSTRAP_CONFIG inside the repository: exit %d, argv:\n%s\n%s", r.Code, strings.Join(argv, "\n"), r.Stderr)
+	}
+	_ = os.Remove(s.log)
+	r, _, _ = s.run(t, []string{"BOOTSTRAP_CONFIG=" + outside}, "run", "--", "bootstrap")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "BOOTSTRAP_CONFIG="+outside+" is outside the repository") {
+		t.Errorf("BOOTSTRAP_CONFIG outside the repository: exit %d:\n%s", r.Code, r.Stderr)
+	}
+	if b, err := os.ReadFile(s.log); err == nil && strings.Contains(string(b), "run") {
+		t.Errorf("a refused configuration still ran the container:\n%s", b)
+	}
 }
 
 // The kind network is joined only when it exists (before the first kind
@@ -213,6 +236,10 @@ func TestNetworkOutputFileAndSource(t *testing.T) {
 	r, argv, _ = s.run(t, []string{"MGMT_KUBECONFIG=" + filepath.Join(kubeDir, "mgmt.yaml")}, "run", "--", "pivot")
 	if r.Code != 0 || !has(argv, "-v", kubeDir+":/run/krops/mgmt") || !has(argv, "-e", "MGMT_KUBECONFIG=/run/krops/mgmt/mgmt.yaml") {
 		t.Errorf("MGMT_KUBECONFIG outside the repository, not yet written: exit %d, argv:\n%s\n%s", r.Code, strings.Join(argv, "\n"), r.Stderr)
+	}
+	r, argv, _ = s.run(t, []string{"ORPHAN_REPORT_JSON=" + filepath.Join(kubeDir, "orphans.json")}, "run", "--", "orphans")
+	if r.Code != 0 || !has(argv, "-v", kubeDir+":/run/krops/report") || !has(argv, "-e", "ORPHAN_REPORT_JSON=/run/krops/report/orphans.json") {
+		t.Errorf("ORPHAN_REPORT_JSON outside the repository: exit %d, argv:\n%s\n%s", r.Code, strings.Join(argv, "\n"), r.Stderr)
 	}
 	r, _, _ = s.run(t, []string{"MGMT_KUBECONFIG=/nonexistent/dir/mgmt.yaml"}, "run", "--", "pivot")
 	if r.Code != 2 || !strings.Contains(r.Stderr, "MGMT_KUBECONFIG=/nonexistent/dir/mgmt.yaml: its directory /nonexistent/dir must exist") {

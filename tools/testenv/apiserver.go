@@ -1,11 +1,13 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -19,6 +21,12 @@ import (
 // quietControllerRuntime silences controller-runtime's process-wide logger,
 // which otherwise prints a stack trace complaining that it was never set.
 var quietControllerRuntime sync.Once
+
+// startAttempts is how many fresh environments a start may use: envtest
+// retries a server that did not answer in time, but not a start that gave
+// up later (the default namespace's fixed 5 s), and each retry of its own
+// runs under the same load that made the first one fail.
+const startAttempts = 3
 
 // HowToGetAPIServer is the hint shown when KUBEBUILDER_ASSETS is unset.
 const HowToGetAPIServer = "run `tools/task.sh testbin` once (plain `go test` then finds the binaries), or set KUBEBUILDER_ASSETS to the directory tools/testbin/install.sh prints"
@@ -79,29 +87,7 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 	for _, set := range opts.CRDs {
 		crdPaths = append(crdPaths, CRDPaths(t, set)...)
 	}
-	// Explicit paths: envtest would otherwise prefer KUBEBUILDER_ASSETS over
-	// any directory given here and start the real binaries unsupervised.
-	env := &envtest.Environment{
-		ControlPlane: envtest.ControlPlane{
-			APIServer: &envtest.APIServer{Path: filepath.Join(shims, "kube-apiserver")},
-			Etcd:      &envtest.Etcd{Path: filepath.Join(shims, "etcd")},
-		},
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              crdPaths,
-			ErrorIfPathMissing: true,
-		},
-	}
-	if opts.Webhooks {
-		env.WebhookInstallOptions = envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		// A start that gave up (a loaded machine: "default namespace didn't
-		// register within deadline") leaves etcd and kube-apiserver
-		// running unless stopped here.
-		_ = env.Stop()
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
-	}
+	env, cfg := startEnvironment(t, assets, shims, crdPaths, opts.Webhooks)
 	cl := &Cluster{Config: cfg, env: env}
 	t.Cleanup(func() {
 		if err := cl.Stop(); err != nil {
@@ -139,4 +125,44 @@ func WriteKubeconfig(cfg *rest.Config, name, path string) error {
 		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}
 	return os.Chmod(path, 0o600)
+}
+
+// startEnvironment starts etcd and kube-apiserver with the CRDs installed,
+// holding a machine-wide start slot, and tries again with a fresh
+// environment when a start fails.
+func startEnvironment(t testing.TB, assets, shims string, crdPaths []string, webhooks bool) (*envtest.Environment, *rest.Config) {
+	t.Helper()
+	release := takeStartSlot(t)
+	defer release()
+	var errs []error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		// Explicit paths: envtest would otherwise prefer KUBEBUILDER_ASSETS
+		// over any directory given here and start the real binaries
+		// unsupervised. Start timeouts well above envtest's 20 s, for a
+		// loaded machine.
+		env := &envtest.Environment{
+			ControlPlane: envtest.ControlPlane{
+				APIServer: &envtest.APIServer{Path: filepath.Join(shims, "kube-apiserver"), StartTimeout: 90 * time.Second},
+				Etcd:      &envtest.Etcd{Path: filepath.Join(shims, "etcd"), StartTimeout: 60 * time.Second},
+			},
+			CRDInstallOptions: envtest.CRDInstallOptions{
+				Paths:              crdPaths,
+				ErrorIfPathMissing: true,
+			},
+		}
+		if webhooks {
+			env.WebhookInstallOptions = envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+		}
+		cfg, err := env.Start()
+		if err == nil {
+			return env, cfg
+		}
+		// A start that gave up leaves etcd and kube-apiserver running
+		// unless stopped here.
+		_ = env.Stop()
+		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
+		t.Logf("starting kube-apiserver and etcd, attempt %d of %d: %v", attempt, startAttempts, err)
+	}
+	t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, errors.Join(errs...))
+	return nil, nil
 }

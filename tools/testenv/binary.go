@@ -8,10 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-
-	ucli "github.com/urfave/cli/v2"
-
-	"github.com/kropsdev/krops/tools/kit/cli"
 )
 
 // BuildBinary builds the main package in dir (a `go build` package path,
@@ -39,11 +35,44 @@ func BuildFlags() []string {
 	return []string{"-ldflags=-s -w"}
 }
 
+// TestHooksTag is the build tag that compiles the KROPS_TEST_* hooks (stop
+// after a step, die in the middle of the move) into a binary. BuildBinary
+// and Builds set it; release builds (`task build`, the toolbox image, the
+// real-engine lane's builds with BuildFlags) do not.
+const TestHooksTag = "krops_testhooks"
+
 func goBuild(t testing.TB, out, dir, name string) {
 	t.Helper()
-	args := append(append([]string{"build"}, BuildFlags()...), "-o", out, dir)
+	args := append(append([]string{"build", "-tags", TestHooksTag}, BuildFlags()...), "-o", out, dir)
 	if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("building %s from %s: %v\n%s", name, dir, err, b)
+	}
+}
+
+// NoTestHooksInRelease fails t unless the release build of the main
+// package in dir lacks every marker (the hooks' variable names) that the
+// harness's build of it carries: the hooks cannot be reached in a release
+// binary, whatever its environment.
+func NoTestHooksInRelease(t *testing.T, dir, name string, markers ...string) {
+	t.Helper()
+	release := filepath.Join(t.TempDir(), name)
+	args := append(append([]string{"build"}, BuildFlags()...), "-o", release, dir)
+	if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("building the release %s from %s: %v\n%s", name, dir, err, b)
+	}
+	for _, c := range []struct {
+		bin  string
+		want bool
+	}{{BuildBinary(t, dir, name), true}, {release, false}} {
+		b, err := os.ReadFile(c.bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range markers {
+			if bytes.Contains(b, []byte(m)) != c.want {
+				t.Errorf("%s (test hooks compiled in: %v) contains %s: %v", name, c.want, m, !c.want)
+			}
+		}
 	}
 }
 
@@ -106,24 +135,3 @@ func (b *Builds) Binary(t testing.TB, dir, name string) string {
 
 // Remove deletes the binaries.
 func (b *Builds) Remove() { _ = os.RemoveAll(b.dir) }
-
-// CLIDoc fails t when docs/cli.md's section for app is not what the app
-// renders (cli.Markdown), and rewrites it instead under KROPS_UPDATE_DOCS=1
-// (what `task docs` sets). page is the path of docs/cli.md from the test.
-func CLIDoc(t testing.TB, app *ucli.App, page string) {
-	t.Helper()
-	want := cli.Markdown(app)
-	if os.Getenv("KROPS_UPDATE_DOCS") == "1" {
-		if err := cli.WriteDocSection(page, app.Name, want); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := cli.DocSection(page, app.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("%s's section of %s is stale: run `tools/task.sh docs` and commit the result.\nwant:\n%s\ngot:\n%s", app.Name, page, want, got)
-	}
-}

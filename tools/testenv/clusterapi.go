@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -266,13 +265,7 @@ func holdCAPDLock(t testing.TB) func() {
 	if err != nil {
 		t.Fatalf("CAPD's machine-wide lock: %v", err)
 	}
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			f.Close()
-		})
-	}
+	release := unlockOnce(f)
 	// Registered before run's cleanup, so it runs after CAPD has stopped.
 	t.Cleanup(release)
 	return release

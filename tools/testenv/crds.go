@@ -3,7 +3,7 @@ package testenv
 import (
 	"testing"
 
-	"github.com/kropsdev/krops/tools/kit/crds"
+	"github.com/kropsdev/krops/tools/crds"
 )
 
 // CRDSet is a pinned set of upstream CRDs (see package crds).

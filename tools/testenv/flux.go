@@ -221,6 +221,16 @@ func run(t testing.TB, c *Cluster, ctrls []controller) *Controllers {
 	if err := c.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", cs.Namespace, err)
 	}
+	for i := range ctrls {
+		// Each process gets its own temporary directory: kustomize-controller
+		// removes every kustomization-* directory in its TMPDIR when it
+		// starts (stale ones, it assumes), which on a shared /tmp are the
+		// working directories of kustomize-controllers other tests run. In
+		// a cluster each controller has a container's /tmp to itself.
+		// The directories are made before the cleanup that stops the
+		// processes is registered, so they are removed after it.
+		ctrls[i].env = append(ctrls[i].env, "TMPDIR="+t.TempDir())
+	}
 	health := map[string]string{}
 	t.Cleanup(func() {
 		if t.Failed() {

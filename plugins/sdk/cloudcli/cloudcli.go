@@ -1,21 +1,17 @@
 // Package cloudcli builds providers for clouds that krops drives through the
-// cloud's own CLI and mise tasks rather than an SDK of its own (azure, gcp):
-// read-only preflight checks of settings and CLI login state, a hook that
-// runs the environment's post-kind-create mise task, and a manual teardown
+// cloud's own CLI rather than an SDK of its own (azure, gcp): read-only
+// preflight checks of settings and CLI login state, and a manual teardown
 // policy. Such providers declare no discover or sweep until they implement
-// them for real.
+// them for real. An environment's post-kind-create-task is not theirs to
+// run: krops-kind runs it, for every provider, once.
 package cloudcli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // Setting is a variable the cloud needs.
@@ -34,57 +30,49 @@ type Spec struct {
 	// LoginCheck inspects the CLI's state files (read-only) given the
 	// variables; it returns a failed check when the user is not logged in.
 	LoginCheck func(env map[string]string) sdk.Check
-	// ExtraEnv are further variables the mise task needs (forwarded to it).
+	// ExtraEnv are further variables LoginCheck reads.
 	ExtraEnv []string
 }
 
 // Provider implements sdk.Provider for a Spec.
 type Provider struct {
 	sdk.Unimplemented
-	spec     Spec
-	version  string
-	runner   proc.Runner
-	env      map[string]string
-	envName  string
-	repoRoot string
-	task     string
-	manual   string
+	spec    Spec
+	version string
+	env     map[string]string
+	envName string
+	manual  string
 }
 
-// New returns the provider; runner nil means real processes.
-func New(spec Spec, version string, runner proc.Runner) *Provider {
-	if runner == nil {
-		runner = proc.Exec{}
-	}
-	return &Provider{spec: spec, version: version, runner: runner}
+// New returns the provider.
+func New(spec Spec, version string) *Provider {
+	return &Provider{spec: spec, version: version}
 }
 
-// Describe declares preflight, the after-kind-create hook and the policy.
+// Describe declares preflight and the policy.
 func (p *Provider) Describe(context.Context) (sdk.Description, error) {
-	env := []string{"MISE_ENV_FILE", "MISE_AUTO_INSTALL"}
+	var env []string
 	for _, s := range p.spec.Settings {
 		env = append(env, s.Env)
 	}
 	env = append(env, p.spec.ExtraEnv...)
 	return sdk.Description{
 		Name: p.spec.Name, Version: p.version,
-		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapHooks, sdk.CapTeardownPolicy},
-		Phases:       []sdk.Phase{sdk.PhaseAfterKindCreate},
-		ConfigKeys:   []string{"post-kind-create-task", "teardown.manual"},
+		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapTeardownPolicy},
+		ConfigKeys:   []string{"environments.*.teardown.manual"},
 		Env:          env,
 	}, nil
 }
 
 type fileConfig struct {
 	Environment struct {
-		PostKindCreateTask string `json:"post-kind-create-task"`
-		Teardown           struct {
+		Teardown struct {
 			Manual string `json:"manual"`
 		} `json:"teardown"`
 	} `json:"environment"`
 }
 
-// Configure reads the environment's task and manual text.
+// Configure reads the environment's manual teardown text.
 func (p *Provider) Configure(_ context.Context, cfg sdk.Config) error {
 	var fc fileConfig
 	if err := cfg.Decode(&fc); err != nil {
@@ -100,8 +88,6 @@ func (p *Provider) Configure(_ context.Context, cfg sdk.Config) error {
 		}
 	}
 	p.envName = cfg.Environment
-	p.repoRoot = cfg.RepoRoot
-	p.task = fc.Environment.PostKindCreateTask
 	p.manual = strings.TrimSpace(fc.Environment.Teardown.Manual)
 	return nil
 }
@@ -119,54 +105,7 @@ func (p *Provider) Preflight(context.Context) ([]sdk.Check, error) {
 	if p.spec.LoginCheck != nil {
 		checks = append(checks, p.spec.LoginCheck(p.env))
 	}
-	if p.task != "" && p.repoRoot != "" {
-		layer := filepath.Join(p.repoRoot, "mise."+p.envName+".toml")
-		if _, err := os.Stat(layer); err != nil {
-			checks = append(checks, sdk.Check{Name: "mise task " + p.task, OK: false,
-				Message: layer + " does not exist", Remedy: "add the environment layer with a [tasks." + p.task + "] table"})
-		} else {
-			checks = append(checks, sdk.Check{Name: "mise task " + p.task, OK: true, Message: "defined in " + layer})
-		}
-	}
 	return checks, nil
-}
-
-// Hook runs `mise -E <env> run <task>` in the repository root after kind is
-// created (federating the cloud identity with the new cluster).
-func (p *Provider) Hook(ctx context.Context, req sdk.HookRequest) ([]string, error) {
-	if req.Phase != sdk.PhaseAfterKindCreate {
-		return nil, fmt.Errorf("%w: provider %s has no %s hook", sdk.ErrInvalidArgument, p.spec.Name, req.Phase)
-	}
-	if p.task == "" {
-		return []string{"no post-kind-create-task configured"}, nil
-	}
-	if p.repoRoot == "" {
-		return nil, errors.New("the host sent no repository root; the mise task must run there")
-	}
-	env := proc.Inherit("PATH", "HOME", "TMPDIR", "USER")
-	for k, v := range p.env {
-		env = append(env, k+"="+v)
-	}
-	if req.Kubeconfig != "" {
-		env = append(env, "KUBECONFIG="+req.Kubeconfig)
-	}
-	var secrets []string
-	for k, v := range p.env {
-		if strings.Contains(k, "SECRET") || strings.Contains(k, "TOKEN") || strings.Contains(k, "PASSWORD") {
-			secrets = append(secrets, v)
-		}
-	}
-	res, err := p.runner.Run(ctx, proc.Cmd{Path: "mise", Args: []string{"-E", p.envName, "run", p.task}, Env: env, Dir: p.repoRoot, Secrets: secrets})
-	if err != nil {
-		return nil, fmt.Errorf("post-kind-create task %s: %w", p.task, err)
-	}
-	msgs := []string{fmt.Sprintf("ran mise -E %s run %s", p.envName, p.task)}
-	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
-		if l != "" {
-			msgs = append(msgs, proc.Redact(l, secrets))
-		}
-	}
-	return msgs, nil
 }
 
 // TeardownPolicy is manual: the text from bootstrap.toml lists the steps.

@@ -32,7 +32,7 @@ import (
 // Options configure a run.
 type Options struct {
 	// Config is sent with Configure; its zero value sends
-	// {"environment": {}, "teardown": {}}.
+	// {"environment": {}, "provider": {}}.
 	Config sdk.Config
 	// Env are values for the variables the plugin declares.
 	Env map[string]string
@@ -62,7 +62,7 @@ func Run(t *testing.T, binary string, o Options) {
 		t.Fatalf("%s: a provider plugin's file name must start with %s", abs, sdk.ExecutablePrefix)
 	}
 	if len(o.Config.Raw) == 0 {
-		o.Config.Raw = []byte(`{"environment": {}, "teardown": {}}`)
+		o.Config.Raw = []byte(`{"environment": {}, "provider": {}}`)
 	}
 	if o.Config.Environment == "" {
 		o.Config.Environment = "conformance"

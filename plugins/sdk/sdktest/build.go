@@ -55,3 +55,14 @@ func Build(t testing.TB, pkg, name string) string {
 	built[key] = out
 	return out
 }
+
+// removeBuilt deletes the plugins Build compiled; Main calls it once the
+// tests are over.
+func removeBuilt() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+	dir, built = "", map[string]string{}
+}

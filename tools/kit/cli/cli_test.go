@@ -428,3 +428,27 @@ func TestClientGoReportsAreDetail(t *testing.T) {
 		t.Errorf("-v: client-go's report is not a debug record: %q", errOut.String())
 	}
 }
+
+func TestPreflightReportsEveryProblemWithTheWorstExitCode(t *testing.T) {
+	var p Preflight
+	if p.Err("preflight") != nil || p.Failed() {
+		t.Fatal("an empty preflight failed")
+	}
+	p.Add(nil)
+	p.Add(errors.New("the registry does not answer"))
+	if ExitCode(p.Err("preflight")) != ExitFailed {
+		t.Errorf("a failed check alone: exit %d, want 1", ExitCode(p.Err("preflight")))
+	}
+	p = Preflight{}
+	p.Addf("MGMT_KUBECONFIG %s is a directory", "/x")
+	p.Add(errors.New("the registry does not answer"))
+	err := p.Err("preflight failed, nothing was changed")
+	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "preflight failed, nothing was changed:\n  MGMT_KUBECONFIG /x is a directory\n  the registry does not answer") {
+		t.Fatalf("exit %d: %v", ExitCode(err), err)
+	}
+	p.Add(UnknownStateError(errors.New("the account could not be read")))
+	p.Addf("later refusal")
+	if err := p.Err("preflight"); ExitCode(err) != ExitUnknownState || strings.Count(err.Error(), "\n  ") != 4 {
+		t.Fatalf("an unknown state among refusals: exit %d: %v", ExitCode(err), err)
+	}
+}

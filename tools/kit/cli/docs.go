@@ -152,3 +152,21 @@ func WriteDocSection(path, name, content string) error {
 	}
 	return os.WriteFile(path, []byte(s), 0o644)
 }
+
+// CheckDoc compares the section of page (docs/cli.md) for app with what
+// app renders (Markdown), and rewrites the section instead when update is
+// set (KROPS_UPDATE_DOCS=1 in each binary's test, what `task docs` sets).
+func CheckDoc(app *ucli.App, page string, update bool) error {
+	want := Markdown(app)
+	if update {
+		return WriteDocSection(page, app.Name, want)
+	}
+	got, err := DocSection(page, app.Name)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%s's section of %s is stale: run `tools/task.sh docs` and commit the result.\nwant:\n%s\ngot:\n%s", app.Name, page, want, got)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 )
 
 // Selected is what every environment-scoped command starts from: the
@@ -47,4 +48,22 @@ func SelectEnvironment(c *ucli.Context) (*Selected, error) {
 		return nil, UsageError(err)
 	}
 	return &Selected{Config: conf, Knobs: knobs, Environment: env, Lookup: lookup}, nil
+}
+
+// Kind is the kind cluster as every tool reaches it: KUBECONFIG resolved
+// to the one file krops writes (default ~/.kube/config; a list is refused,
+// exit 2) and the environment's kind context.
+func (s *Selected) Kind() (kubecfg.Ref, error) {
+	home, _ := os.UserHomeDir()
+	path, err := kubecfg.Path(s.Knobs.Kubeconfig, home)
+	if err != nil {
+		return kubecfg.Ref{}, UsageError(err)
+	}
+	return kubecfg.Ref{Path: path, Context: s.Config.Bootstrap.KindContext}, nil
+}
+
+// Mgmt is the management cluster: MGMT_KUBECONFIG (one file per
+// environment by default) and the environment's mgmt-context.
+func (s *Selected) Mgmt() kubecfg.Ref {
+	return kubecfg.Ref{Path: s.Knobs.MgmtKubeconfig, Context: s.Config.Bootstrap.MgmtContext}
 }

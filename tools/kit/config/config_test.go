@@ -69,15 +69,15 @@ func TestRepositoryConfigIsValid(t *testing.T) {
 	if aws.MgmtCluster != "eu-north-1-management" || aws.MgmtReadyTimeout != 40*time.Minute {
 		t.Errorf("aws = %+v", aws)
 	}
-	var regions []string
-	for _, w := range aws.Teardown.AWSWorkloads {
-		regions = append(regions, w.Region)
-		if w.EKSClusterName != "default_"+w.ClusterName+"-control-plane" || w.RDSInstance != "krops-"+w.ClusterName+"-db" {
-			t.Errorf("workload %+v breaks the naming rules", w)
-		}
+	// The aws provider's own keys are set aside for it, the host reads none.
+	wantAWS := []string{
+		"environments.aws.teardown.aws-workloads", "environments.aws.teardown.mgmt-eks-cluster-name",
+		"environments.aws.teardown.mgmt-iam-role-prefix", "providers.aws.teardown.cfn-stack-name",
+		"providers.aws.teardown.global-iam-roles", "providers.aws.teardown.global-iam-users",
+		"providers.aws.teardown.s3-bucket-pattern",
 	}
-	if strings.Join(regions, ",") != "eu-north-1,eu-west-1" {
-		t.Errorf("aws workload regions = %v", regions)
+	if got := c.ProviderKeys("aws"); strings.Join(got, ",") != strings.Join(wantAWS, ",") {
+		t.Errorf("aws provider keys = %v, want %v", got, wantAWS)
 	}
 	if c.Charts.FluxOperator != "0.61.0" || c.Charts.CertManager != "1.21.2" || c.Charts.CAPIOperator < "0.29.0" {
 		t.Errorf("chart pins = %+v", c.Charts)
@@ -97,33 +97,26 @@ func TestValidationErrorsNameFileKeyAndAllowedValues(t *testing.T) {
 		body string
 		want []string
 	}{
-		{"unknown top-level key", "extra = 1\n" + minimal, []string{"bootstrap.toml", `unknown key "extra"`, "at the top level", "allowed: bootstrap, charts, teardown, providers, environments"}},
+		{"unknown top-level key", "extra = 1\n" + minimal, []string{"bootstrap.toml", `unknown key "extra"`, "at the top level", "allowed: bootstrap, charts, providers, environments"}},
 		{"unknown bootstrap key", strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nkind-clustr = \"x\"", 1), []string{`unknown key "bootstrap.kind-clustr"`, "in [bootstrap]", "kind-cluster"}},
 		{"unknown chart", strings.Replace(minimal, "[charts]", "[charts]\nflux = \"1.0.0\"", 1), []string{`"charts.flux"`, "flux-operator, cert-manager, capi-operator"}},
-		{"unknown environment key", minimal + "syncpath = \"x\"\n", []string{`"environments.one.syncpath"`, "in [environments.one]", "sync-path"}},
-		{"unknown teardown key", minimal + "[environments.one.teardown]\nmanul = \"x\"\n", []string{`"environments.one.teardown.manul"`, "manual"}},
-		{"unknown aws-workload key", minimal + "[[environments.one.teardown.aws-workloads]]\nregion = \"r\"\nclusterName = \"c\"\n", []string{`"environments.one.teardown.aws-workloads[0].clusterName"`, "cluster-name"}},
 		{"unknown move-fallback key", minimal + "[[environments.one.move-fallbacks]]\nkind = \"x\"\n", []string{`"environments.one.move-fallbacks[0].kind"`, "resource, name, manifest"}},
 		{"unknown mirror key", minimal + "[[mirrors]]\nregistry = \"docker.io\"\nendpoint = [\"https://m.example.com\"]\n", []string{`"mirrors[0].endpoint"`, "registry, endpoints"}},
-		{"unknown provider key", minimal + "[providers.docker]\nhash = \"x\"\n", []string{`"providers.docker.hash"`, "path, sha256"}},
-		{"unknown global teardown key", minimal + "[teardown]\nbucket = \"x\"\n", []string{`"teardown.bucket"`, "s3-bucket-pattern"}},
 		{"unknown default environment", strings.Replace(minimal, `default-environment = "one"`, `default-environment = "two"`, 1), []string{"bootstrap.default-environment", `"two" is not a defined environment`, "one of: one"}},
 		{"no environments", minimal[:strings.Index(minimal, "[environments.one]")], []string{"no environments are defined"}},
 		{"bad sync", strings.Replace(minimal, `sync = "oci"`, `sync = "git"`, 1), []string{"environments.one.sync", `"git" is not allowed`, "allowed: github, oci"}},
 		{"sops file in pivot-manifests", minimal + "pivot-manifests = [\"a.yaml\", \"creds.sops.yaml\"]\n", []string{"environments.one.pivot-manifests[1]", "SOPS-encrypted", "pivot-sops-secrets"}},
 		{"plain file in pivot-sops-secrets", minimal + "pivot-sops-secrets = [\"creds.yaml\"]\n", []string{"environments.one.pivot-sops-secrets[0]", "not a *.sops.yaml file"}},
-		{"bucket pattern without account", minimal + "[teardown]\ns3-bucket-pattern = \"krops-{cluster_name}\"\n", []string{"teardown.s3-bucket-pattern", "{account_id}"}},
-		{"bucket pattern without cluster", minimal + "[teardown]\ns3-bucket-pattern = \"krops-{account_id}\"\n", []string{"teardown.s3-bucket-pattern", "{cluster_name}"}},
 		{"bad mgmt-ready-timeout", strings.Replace(minimal, `"15m"`, `"15 minutes"`, 1), []string{"environments.one.mgmt-ready-timeout", "15 minutes"}},
 		{"missing provider", strings.Replace(minimal, `provider = "docker"`, "", 1), []string{"environments.one.provider", "is required"}},
 		{"bad sha256", minimal + "[providers.docker]\nsha256 = \"abc\"\n", []string{"providers.docker.sha256", "64 lower-case hex"}},
 		{"bad chart version", strings.Replace(minimal, `"0.61.0"`, `"latest"`, 1), []string{"charts.flux-operator", `"latest"`}},
 		{"lower-case manifest var", minimal + "[environments.one.pivot-manifest-vars]\ngcp_thing = \"x\"\n", []string{"pivot-manifest-vars.gcp_thing", "UPPER_SNAKE_CASE"}},
-		{"incomplete aws workload", minimal + "[[environments.one.teardown.aws-workloads]]\nregion = \"eu-west-1\"\n", []string{"aws-workloads[0].cluster-name", "aws-workloads[0].rds-instance"}},
 		{"bad seed wait name", minimal + "[environments.one.seed]\nwait = [\"addons\", \"Flux_Apps\"]\nworkloads = [\"w/1\"]\n", []string{"environments.one.seed.wait[1]", `"Flux_Apps" is not a Kubernetes object name`, "environments.one.seed.workloads[0]"}},
 		{"unknown seed key", minimal + "[environments.one.seed]\nwait-for = [\"a\"]\n", []string{`"environments.one.seed.wait-for"`, "wait, workloads"}},
 		{"unquoted duration", strings.Replace(minimal, `"15m"`, `15`, 1), []string{"environments[one].mgmt-ready-timeout", `write the value in quotes: a duration as "40m"`}},
-		{"bad account id", minimal + "allowed-accounts = [\"12345\"]\n", []string{"environments.one.allowed-accounts[0]", "12 digits"}},
+		{"empty account id", minimal + "allowed-accounts = [\" \"]\n", []string{"environments.one.allowed-accounts[0]", "is empty"}},
+		{"old global teardown table", minimal + "[teardown]\ncfn-stack-name = \"x\"\n", []string{`unknown key "teardown"`, "at the top level"}},
 		{"wrong type", strings.Replace(minimal, `sync = "oci"`, `sync = 1`, 1), []string{"bootstrap.toml", "sync"}},
 		{"not toml", "[bootstrap\n", []string{"bootstrap.toml", "not valid TOML"}},
 		{"kind cluster name with a path", strings.Replace(minimal, "[bootstrap]", "[bootstrap]\nkind-cluster = \"../etc\"", 1), []string{"bootstrap.toml: bootstrap.kind-cluster", `"../etc" is not a kind cluster name`, "lower-case letters"}},
@@ -324,7 +317,7 @@ func TestProviderJSONCarriesEffectiveValuesWithFileKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"registry-name":"reg2"`, `"kind-cluster":"krops-one"`, `"kind-context":"kind-krops-one"`, `"mgmt-context":"krops-one-mgmt"`, `"mgmt-cluster":"one-management"`, `"capi-workloads":["w"]`, `"teardown":{}`} {
+	for _, want := range []string{`"registry-name":"reg2"`, `"kind-cluster":"krops-one"`, `"kind-context":"kind-krops-one"`, `"mgmt-context":"krops-one-mgmt"`, `"mgmt-cluster":"one-management"`, `"capi-workloads":["w"]`, `"provider":{}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %s", b, want)
 		}
@@ -433,5 +426,60 @@ func TestNamePlaceholderErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Keys the host's schema does not know belong to the environment's provider:
+// Load sets them aside, CheckProviderKeys holds them against what the
+// plugin declares, and the plugin receives them.
+func TestProviderKeysAreTheProvidersToDeclare(t *testing.T) {
+	body := minimal + `syncpath = "typo"
+[environments.one.teardown]
+capi-workloads = ["w"]
+mgmt-container-prefix = "one-management"
+[providers.docker]
+sha256 = "` + strings.Repeat("a", 64) + `"
+[providers.docker.teardown]
+extra = ["x"]
+[providers.other]
+unrelated = "y"
+`
+	c, err := load(t, body, nil)
+	if err != nil {
+		t.Fatalf("provider keys must not fail Load: %v", err)
+	}
+	want := "environments.one.syncpath,environments.one.teardown.mgmt-container-prefix,providers.docker.teardown.extra"
+	if got := strings.Join(c.ProviderKeys("one"), ","); got != want {
+		t.Errorf("ProviderKeys = %s, want %s", got, want)
+	}
+	if strings.Join(c.Environments["one"].Teardown.CAPIWorkloads, ",") != "w" {
+		t.Error("the host's own teardown key was lost")
+	}
+	declared := []string{"environments.*.teardown.mgmt-container-prefix", "providers.*.teardown"}
+	err = c.CheckProviderKeys("one", declared)
+	if err == nil {
+		t.Fatal("an undeclared key passed")
+	}
+	for _, w := range []string{"bootstrap.toml", `unknown key "environments.one.syncpath" in [environments.one]`, "krops reads: provider, sync, sync-path", "provider docker adds environments.*.teardown.mgmt-container-prefix"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "mgmt-container-prefix\"") || strings.Contains(err.Error(), "providers.docker.teardown.extra") || strings.Contains(err.Error(), "unrelated") {
+		t.Errorf("declared keys, or another provider's, were refused: %v", err)
+	}
+	// The plugin receives its keys: the environment's and its own table's,
+	// without the host's pins.
+	raw, err := c.ProviderJSON("one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`"mgmt-container-prefix":"one-management"`, `"provider":{"teardown":{"extra":["x"]}}`} {
+		if !strings.Contains(string(raw), w) {
+			t.Errorf("provider JSON %s lacks %s", raw, w)
+		}
+	}
+	if strings.Contains(string(raw), "sha256") || strings.Contains(string(raw), "unrelated") {
+		t.Errorf("provider JSON carries the host's pin or another provider's table: %s", raw)
 	}
 }

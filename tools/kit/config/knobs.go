@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/kropsdev/krops/tools/kit/duration"
+	"github.com/kropsdev/krops/plugins/sdk/duration"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -43,6 +44,7 @@ func KnobTable() []Knob {
 		{"KROPS_REGISTRY_NAME", "registry-name", "container name of the local OCI registry (overrides bootstrap.registry-name)", "krops-registry"},
 		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
 		{"REGISTRY_READY_RETRIES", "registry-ready-retries", "extra one-second attempts of the registry readiness probe", "120"},
+		{"KROPS_CHART_REPOSITORY", "chart-repository", "repository the flux-operator chart is installed from: oci://host/path (a mirror, an air-gap registry; the local registry speaks plain HTTP) or an https:// chart repository", DefaultChartRepository},
 		{"LOCAL_RECONCILE_TIMEOUT", "local-reconcile-timeout", "how long local-host waits for Flux to reconcile", "15m"},
 		{"CONTAINER_ENGINE", "container-engine", "container engine: docker or podman", "docker if it answers, else podman"},
 		{"ENGINE_SOCK", "engine-sock", "engine socket mounted into kind nodes", "detected from the engine"},
@@ -103,6 +105,7 @@ type Knobs struct {
 	Profile string
 	// NodeImage is empty when unset: the inventory's pin applies.
 	NodeImage             string
+	ChartRepository       string
 	RegistryPort          uint16
 	RegistryReadyRetries  uint32
 	LocalReconcileTimeout time.Duration
@@ -239,6 +242,7 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	k := &Knobs{
 		Profile:               str("KROPS_PROFILE", ""),
 		NodeImage:             strings.TrimSpace(str("KROPS_KIND_NODE_IMAGE", "")),
+		ChartRepository:       strings.TrimSpace(str("KROPS_CHART_REPOSITORY", DefaultChartRepository)),
 		RegistryReadyRetries:  uint32(uintKnob("REGISTRY_READY_RETRIES", 120, 32)),
 		LocalReconcileTimeout: dur("LOCAL_RECONCILE_TIMEOUT", 15*time.Minute, true),
 		ContainerEngine:       str("CONTAINER_ENGINE", ""),
@@ -306,6 +310,9 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 			bad("KROPS_KIND_NODE_IMAGE", k.NodeImage, "an image reference such as registry.example.com/kindest/node:v1.37.0 ("+err.Error()+")")
 		}
 	}
+	if err := CheckChartRepository(k.ChartRepository); err != nil {
+		bad("KROPS_CHART_REPOSITORY", k.ChartRepository, "oci://<registry>/<path> or an http(s):// chart repository URL ("+err.Error()+")")
+	}
 	switch k.ContainerEngine {
 	case "", "docker", "podman":
 	default:
@@ -315,6 +322,28 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		return nil, errors.Join(errs...)
 	}
 	return k, nil
+}
+
+// DefaultChartRepository is where the flux-operator chart is published.
+const DefaultChartRepository = "oci://ghcr.io/controlplaneio-fluxcd/charts"
+
+// CheckChartRepository accepts an oci:// repository or an http(s):// chart
+// repository URL, the two kinds Helm installs from.
+func CheckChartRepository(repo string) error {
+	if rest, ok := strings.CutPrefix(repo, "oci://"); ok {
+		_, err := name.NewRepository(strings.TrimSuffix(rest, "/"))
+		return err
+	}
+	u, err := url.Parse(repo)
+	switch {
+	case err != nil:
+		return err
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("no oci://, http:// or https:// scheme")
+	case u.Host == "":
+		return errors.New("no host")
+	}
+	return nil
 }
 
 // Size limits of the files path knobs name. A kubeconfig with many

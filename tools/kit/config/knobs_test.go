@@ -21,7 +21,7 @@ func TestKnobDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Knobs{
-		RegistryPort: 5001, RegistryReadyRetries: 120, LocalReconcileTimeout: 15 * time.Minute,
+		ChartRepository: DefaultChartRepository, RegistryPort: 5001, RegistryReadyRetries: 120, LocalReconcileTimeout: 15 * time.Minute,
 		GitHubUser: "git", AgeKeyFile: "/work/age.agekey", OCIRepository: "krops", OCITag: "latest",
 		Pivot: true, MgmtKubeconfig: "/home/u/.kube/krops-aws-mgmt.yaml", MgmtPollInterval: 10 * time.Second,
 		ClusterDeleteTimeout: 1200 * time.Second, ProviderDeleteTimeout: 300 * time.Second, OrphanMinAgeHours: 6,
@@ -72,6 +72,9 @@ func TestKnobValues(t *testing.T) {
 		{map[string]string{"AGE_PUBLIC_KEY": " age1xyz \n"}, func(k *Knobs) bool { return k.AgePublicKey == "age1xyz" }},
 		{map[string]string{"GITHUB_TOKEN": "ghp_secret"}, func(k *Knobs) bool { return k.GitHubToken.Reveal() == "ghp_secret" }},
 		{map[string]string{"KROPS_PROFILE": "aws"}, func(k *Knobs) bool { return k.Profile == "aws" }},
+		{map[string]string{"KROPS_CHART_REPOSITORY": "oci://mirror.example:8443/charts/"}, func(k *Knobs) bool { return k.ChartRepository == "oci://mirror.example:8443/charts/" }},
+		{map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/flux"}, func(k *Knobs) bool { return k.ChartRepository == "https://charts.example/flux" }},
+		{map[string]string{"KROPS_CHART_REPOSITORY": ""}, func(k *Knobs) bool { return k.ChartRepository == DefaultChartRepository }},
 	}
 	for _, tc := range cases {
 		k, err := parseKnobs(t, tc.env)
@@ -116,6 +119,9 @@ func TestInvalidKnobsAreNamedWithWhatIsAccepted(t *testing.T) {
 		{"KROPS_TOOLBOX", "true", "1 to enable or 0 to disable"},
 		{"KROPS_RUN_ID", "has space", "label value"},
 		{"KROPS_RUN_TTL", "-1h", "KROPS_RUN_TTL"},
+		{"KROPS_CHART_REPOSITORY", "ghcr.io/controlplaneio-fluxcd/charts", "oci://<registry>/<path>"},
+		{"KROPS_CHART_REPOSITORY", "oci://Upper.example/Charts", "oci://<registry>/<path>"},
+		{"KROPS_CHART_REPOSITORY", "https:///charts", "no host"},
 	}
 	for _, tc := range cases {
 		_, err := parseKnobs(t, map[string]string{tc.name: tc.value})

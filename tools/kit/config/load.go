@@ -37,6 +37,8 @@ type Config struct {
 	// overriddenBy maps a file key an environment variable set to that
 	// variable, so a bad value is reported under the name the user typed.
 	overriddenBy map[string]string
+	// owned are the keys provider plugins own, set aside at Load.
+	owned ownedKeys
 	// names are the [bootstrap] names as written, {env} placeholders
 	// intact: SelectEnvironment resolves Bootstrap from them.
 	names Bootstrap
@@ -160,17 +162,31 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 	if err := fileK.Load(rawbytes.Provider(data), toml.Parser()); err != nil {
 		return nil, fmt.Errorf("%s: not valid TOML: %w", path, err)
 	}
-	// Unknown keys are checked on the file alone, so the messages name what
-	// the user wrote and not what defaults filled in.
-	if errs := checkKeys(path, "", fileK.Raw(), fileType); len(errs) > 0 {
+	// The keys provider plugins own go aside (CheckProviderKeys holds them
+	// against the plugin's declaration). Unknown keys are checked on the
+	// file alone, so the messages name what the user wrote and not what
+	// defaults filled in.
+	hostRaw, owned := splitOwned(fileK.Raw())
+	if errs := checkKeys(path, "", hostRaw, fileType); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-
-	k := koanf.New(".")
-	if err := k.Load(confmap.Provider(defaults(), "."), nil); err != nil {
-		return nil, fmt.Errorf("loading built-in defaults: %w", err)
+	hostK := koanf.New(".")
+	if err := hostK.Load(confmap.Provider(hostRaw, "."), nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := k.Merge(fileK); err != nil {
+
+	// k is what the host reads; full keeps the provider-owned keys for the
+	// plugin (ProviderJSON).
+	k, full := koanf.New("."), koanf.New(".")
+	for _, kk := range []*koanf.Koanf{k, full} {
+		if err := kk.Load(confmap.Provider(defaults(), "."), nil); err != nil {
+			return nil, fmt.Errorf("loading built-in defaults: %w", err)
+		}
+	}
+	if err := k.Merge(hostK); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := full.Merge(fileK); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	over := map[string]any{}
@@ -181,8 +197,10 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 			overriddenBy[o.key] = o.env
 		}
 	}
-	if err := k.Load(confmap.Provider(over, "."), nil); err != nil {
-		return nil, fmt.Errorf("applying environment overrides: %w", err)
+	for _, kk := range []*koanf.Koanf{k, full} {
+		if err := kk.Load(confmap.Provider(over, "."), nil); err != nil {
+			return nil, fmt.Errorf("applying environment overrides: %w", err)
+		}
 	}
 
 	var f File
@@ -218,7 +236,7 @@ func parse(path string, data []byte, lookup Lookup) (*Config, error) {
 		env.Name = name
 		f.Environments[name] = env
 	}
-	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order, raw: k.Raw(), overriddenBy: overriddenBy, names: f.Bootstrap}
+	c := &Config{File: f, Path: path, Root: filepath.Dir(path), EnvironmentOrder: order, raw: full.Raw(), owned: owned, overriddenBy: overriddenBy, names: f.Bootstrap}
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -3,12 +3,15 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // ProviderJSON is what a provider plugin receives with Configure:
-// {"bootstrap": {...}, "environment": {...}, "teardown": {...}} with the
+// {"bootstrap": {...}, "environment": {...}, "provider": {...}} with the
 // file's kebab-case key names and the effective values (defaults and
-// overrides applied, names resolved for env).
+// overrides applied, names resolved for env): the environment's whole table
+// (the host's keys and the provider's) and the provider's own
+// [providers.<name>] table without the host's path and sha256.
 func (c *Config) ProviderJSON(env string) ([]byte, error) {
 	if _, ok := c.Environments[env]; !ok {
 		return nil, fmt.Errorf("unknown environment %q (known: %s)", env, c.knownEnvironments())
@@ -29,9 +32,16 @@ func (c *Config) ProviderJSON(env string) ([]byte, error) {
 	if envs, ok := c.raw["environments"].(map[string]any); ok && envs[env] != nil {
 		environment = envs[env]
 	}
-	teardown, _ := c.raw["teardown"].(map[string]any)
-	if teardown == nil {
-		teardown = map[string]any{}
+	own := map[string]any{}
+	if provs, ok := c.raw["providers"].(map[string]any); ok {
+		if p, ok := provs[c.Environments[env].Provider].(map[string]any); ok {
+			pins := tagsOf(reflect.TypeFor[Provider]())
+			for k, v := range p {
+				if !pins[k] {
+					own[k] = v
+				}
+			}
+		}
 	}
-	return json.Marshal(map[string]any{"bootstrap": bootstrap, "environment": environment, "teardown": teardown})
+	return json.Marshal(map[string]any{"bootstrap": bootstrap, "environment": environment, "provider": own})
 }

@@ -14,7 +14,6 @@ import (
 type File struct {
 	Bootstrap    Bootstrap              `koanf:"bootstrap"`
 	Charts       Charts                 `koanf:"charts"`
-	Teardown     Teardown               `koanf:"teardown"`
 	Providers    map[string]Provider    `koanf:"providers"`
 	Environments map[string]Environment `koanf:"environments"`
 	// Mirrors send the kind nodes' image pulls for a registry to other
@@ -69,16 +68,9 @@ type Charts struct {
 	CAPIOperator string `koanf:"capi-operator"`
 }
 
-// Teardown holds cloud names that are not per environment.
-type Teardown struct {
-	CFNStackName   string   `koanf:"cfn-stack-name"`
-	GlobalIAMRoles []string `koanf:"global-iam-roles"`
-	GlobalIAMUsers []string `koanf:"global-iam-users"`
-	// S3BucketPattern must contain {account_id} and {cluster_name}.
-	S3BucketPattern string `koanf:"s3-bucket-pattern"`
-}
-
-// Provider optionally pins where a provider plugin lives and what it hashes to.
+// Provider optionally pins where a provider plugin lives and what it hashes
+// to. Every other key of a [providers.<name>] table belongs to that plugin
+// (see ProviderKeys).
 type Provider struct {
 	Path   string `koanf:"path"`
 	SHA256 string `koanf:"sha256"`
@@ -131,24 +123,10 @@ type EnvSeed struct {
 	Workloads []string `koanf:"workloads"`
 }
 
-// EnvTeardown says what teardown removes for one environment.
+// EnvTeardown says what teardown removes for one environment, as far as
+// the host does it; the rest of the table belongs to the provider.
 type EnvTeardown struct {
-	AWSWorkloads        []AWSWorkload `koanf:"aws-workloads"`
-	CAPIWorkloads       []string      `koanf:"capi-workloads"`
-	MgmtContainerPrefix string        `koanf:"mgmt-container-prefix"`
-	MgmtEKSClusterName  string        `koanf:"mgmt-eks-cluster-name"`
-	MgmtIAMRolePrefix   string        `koanf:"mgmt-iam-role-prefix"`
-	HardwareRelease     bool          `koanf:"hardware-release"`
-	Manual              string        `koanf:"manual"`
-}
-
-// AWSWorkload is one workload cluster the aws sweep targets; file order is
-// sweep order.
-type AWSWorkload struct {
-	Region         string `koanf:"region"`
-	ClusterName    string `koanf:"cluster-name"`
-	EKSClusterName string `koanf:"eks-cluster-name"`
-	RDSInstance    string `koanf:"rds-instance"`
+	CAPIWorkloads []string `koanf:"capi-workloads"`
 }
 
 // Sync sources an environment may use.

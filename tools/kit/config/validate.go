@@ -7,14 +7,13 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/kropsdev/krops/tools/kit/duration"
+	"github.com/kropsdev/krops/plugins/sdk/duration"
 )
 
 var (
 	providerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	upperSnake   = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 	sha256Hex    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	awsAccount   = regexp.MustCompile(`^[0-9]{12}$`)
 	objectName   = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
 	// kindName is what kind accepts as a cluster name, without the dots'
 	// leading and trailing forms; its nodes are <name>-control-plane and
@@ -86,14 +85,6 @@ func (c *Config) validate() []error {
 	} {
 		if !chartVersion.MatchString(ch.v) {
 			errs = append(errs, c.problem(ch.key, "%q is not a chart version (want X.Y.Z, for example 1.21.2)", ch.v))
-		}
-	}
-
-	if p := c.Teardown.S3BucketPattern; p != "" {
-		for _, ph := range []string{"{account_id}", "{cluster_name}"} {
-			if !strings.Contains(p, ph) {
-				errs = append(errs, c.problem("teardown.s3-bucket-pattern", "%q lacks the placeholder %s (both {account_id} and {cluster_name} are required, so buckets of other accounts and clusters never match)", p, ph))
-			}
 		}
 	}
 
@@ -178,8 +169,10 @@ func (c *Config) validateEnvironment(env *Environment) []error {
 		}
 	}
 	for i, a := range env.AllowedAccounts {
-		if !awsAccount.MatchString(a) {
-			errs = append(errs, c.problem(fmt.Sprintf("%s[%d]", key("allowed-accounts"), i), "%q is not an account id (want 12 digits, as a string)", a))
+		// The form of an account id is the provider's to check (aws: 12
+		// digits); an empty one would match nothing and hide a slip.
+		if strings.TrimSpace(a) == "" {
+			errs = append(errs, c.problem(fmt.Sprintf("%s[%d]", key("allowed-accounts"), i), "is empty: write the account id, or remove allowed-accounts"))
 		}
 	}
 	for i, fb := range env.MoveFallbacks {
@@ -197,13 +190,6 @@ func (c *Config) validateEnvironment(env *Environment) []error {
 				errs = append(errs, c.problem(fmt.Sprintf("%s[%d]", key(f.field), i), "%q is not a Kubernetes object name (lower-case letters, digits and dashes)", n))
 			}
 		}
-	}
-	for i, w := range env.Teardown.AWSWorkloads {
-		k := fmt.Sprintf("teardown.aws-workloads[%d]", i)
-		req(k+".region", w.Region)
-		req(k+".cluster-name", w.ClusterName)
-		req(k+".eks-cluster-name", w.EKSClusterName)
-		req(k+".rds-instance", w.RDSInstance)
 	}
 	return errs
 }

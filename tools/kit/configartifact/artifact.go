@@ -33,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/kropsdev/krops/tools/kit/budget"
 )
 
 // Media types Flux's source-controller recognises for config artifacts.
@@ -233,12 +234,12 @@ func addFile(tw *tar.Writer, root, rel string, stamp time.Time) error {
 // kilobytes: a push that takes longer is a registry that accepted the
 // connection and stopped answering, and the seed and the pivot must not wait
 // on it for ever.
-const DefaultPushTimeout = 2 * time.Minute
+const DefaultPushTimeout = budget.RegistryPush
 
 // responseTimeout is how long one request may wait for the registry's
 // response headers. go-containerregistry's default transport has none, so
 // its plain-HTTP fallback waited without end on a silent registry.
-const responseTimeout = 30 * time.Second
+const responseTimeout = budget.RegistryResponse
 
 // PushOptions says how to reach the registry.
 type PushOptions struct {

@@ -20,9 +20,14 @@ type Source struct {
 	URL, Ref, SHA string
 }
 
+// DirtySuffix ends the ref of a checkout with uncommitted changes.
+const DirtySuffix = "-dirty"
+
 // Read reads the source from KROPS_OCI_GIT_SHA/REF/SOURCE_URL
-// (all three or none), else from git in root; a repository without an origin
-// is file://<root>.
+// (all three or none), else from git in root: the branch ("detached" for a
+// detached HEAD, DirtySuffix added for uncommitted changes), the commit,
+// and origin's URL (file://<root> without an origin). A linked worktree is
+// read like any checkout.
 func Read(ctx context.Context, root string, lookup func(string) (string, bool)) (Source, error) {
 	sha, hasSHA := lookup("KROPS_OCI_GIT_SHA")
 	ref, hasRef := lookup("KROPS_OCI_GIT_REF")
@@ -52,6 +57,19 @@ func Read(ctx context.Context, root string, lookup func(string) (string, bool)) 
 	}
 	if s.Ref, err = git("rev-parse", "--abbrev-ref", "HEAD"); err != nil {
 		return Source{}, fmt.Errorf("reading the branch with git in %s: %w", root, err)
+	}
+	if s.Ref == "HEAD" {
+		s.Ref = "detached"
+	}
+	// Uncommitted changes (untracked files too: they are packed) make the
+	// artifact something no commit holds; the revision says so, so Flux's
+	// status does not claim the commit.
+	status, err := git("status", "--porcelain")
+	if err != nil {
+		return Source{}, fmt.Errorf("reading the working tree's state with git in %s: %w", root, err)
+	}
+	if status != "" {
+		s.Ref += DirtySuffix
 	}
 	if s.URL, err = git("remote", "get-url", "origin"); err != nil || s.URL == "" {
 		s.URL = "file://" + root

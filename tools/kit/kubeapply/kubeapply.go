@@ -163,3 +163,22 @@ func (a *Applier) resource(u *unstructured.Unstructured) (dynamic.ResourceInterf
 	}
 	return a.dyn.Resource(m.Resource), nil
 }
+
+// ApplySensitive is Apply for objects that may hold secrets (decrypted
+// manifests, a provider's credentials): an error names the object and the
+// API server's reason only, never its message, which can quote the object.
+func (a *Applier) ApplySensitive(ctx context.Context, objs []*unstructured.Unstructured) ([]string, error) {
+	done, err := a.Apply(ctx, objs)
+	if err == nil {
+		return done, nil
+	}
+	what := "an object"
+	if len(done) < len(objs) {
+		what = Describe(objs[len(done)])
+	}
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		return done, fmt.Errorf("applying %s: %s (%d; the message is not shown, it may quote the object)", what, se.ErrStatus.Reason, se.ErrStatus.Code)
+	}
+	return done, err
+}

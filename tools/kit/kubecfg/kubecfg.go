@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kropsdev/krops/tools/kit/budget"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -170,7 +171,7 @@ func RESTConfig(path, context string, timeout time.Duration) (*rest.Config, erro
 
 // ProbeTimeout is how long a cluster has to answer before a tool decides
 // it is not there.
-const ProbeTimeout = 10 * time.Second
+const ProbeTimeout = budget.Probe
 
 // Answers asks the API server behind cfg for its version within
 // ProbeTimeout.
@@ -197,4 +198,18 @@ func HasContext(path, context string) (bool, error) {
 	}
 	_, ok := cfg.Contexts[context]
 	return ok, nil
+}
+
+// Ref is one cluster as krops reaches it: a kubeconfig file and a context
+// in it, always both, so no call falls back to a current context.
+type Ref struct {
+	Path, Context string
+}
+
+func (r Ref) String() string { return "context " + r.Context + " in " + r.Path }
+
+// RESTConfig loads r's client configuration, each request bounded by
+// budget.APIRequest.
+func (r Ref) RESTConfig() (*rest.Config, error) {
+	return RESTConfig(r.Path, r.Context, budget.APIRequest)
 }

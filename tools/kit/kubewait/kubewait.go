@@ -39,6 +39,9 @@ type Target struct {
 	// Exists makes the object's presence enough (a Secret, which has no
 	// conditions).
 	Exists bool
+	// Client is the cluster the object is on, for a wait across
+	// clusters (Gone); nil means the wait's Options.Client.
+	Client dynamic.Interface
 }
 
 func (t Target) condition() string {
@@ -115,20 +118,38 @@ type Options struct {
 	// OnChange, when set, receives every target's state whenever one of
 	// them changes (serialised; in target order).
 	OnChange func([]State)
+	// Report, when set, receives a one-line summary of the wait each time
+	// it changes ("2 of 3 ready; waiting for ..."), never the same line
+	// twice in a row: the progress a tool prints.
+	Report func(line string)
+	// Heartbeat, with Report, repeats the current summary after this long
+	// without a change ("still waiting after 1m0s: ..."), so a long wait
+	// shows in a log that it is alive (MGMT_POLL_INTERVAL); zero: never.
+	Heartbeat time.Duration
 }
 
 // TimeoutError names what was still blocking when the time ran out.
 type TimeoutError struct {
 	Timeout  time.Duration
 	Blocking []State
+	// Not says what the blocking targets are not: "ready" unless set
+	// ("gone").
+	Not string
 }
+
+// Is makes a *TimeoutError match ErrTimeout.
+func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
 
 func (e *TimeoutError) Error() string {
 	var parts []string
 	for _, s := range e.Blocking {
 		parts = append(parts, s.String())
 	}
-	return fmt.Sprintf("not ready after %s; blocking: %s", e.Timeout, strings.Join(parts, "; "))
+	not := e.Not
+	if not == "" {
+		not = "ready"
+	}
+	return fmt.Sprintf("not %s after %s; blocking: %s", not, e.Timeout, strings.Join(parts, "; "))
 }
 
 // StalledError ends a wait early: a target's controller gave up on it.
@@ -147,18 +168,24 @@ var ErrInterrupted = errors.New("interrupted while waiting")
 // generation. A target whose controller stalls ends the wait at once with a
 // *StalledError.
 func All(ctx context.Context, o Options, targets ...Target) error {
-	parent := ctx
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
-	deadline := ctx
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	b := bound(ctx, o.Timeout)
+	defer b.release()
+	parent, deadline, ctx, stop := b.parent, b.deadline, b.ctx, b.stop
 	w := &waiter{o: o, states: make([]State, len(targets)), lastFail: map[int]string{}}
 	for i, t := range targets {
 		w.states[i] = State{Target: t, Message: "not found yet"}
+	}
+	if o.Report != nil {
+		report := Changes(o.Report)
+		hb := startHeartbeat(ctx, o.Heartbeat, o.Report)
+		// A target that is never found never changes: the heartbeat starts
+		// from the first state.
+		hb.saw(Summary(w.states))
+		w.report = func(states []State) {
+			line := Summary(states)
+			report(line)
+			hb.saw(line)
+		}
 	}
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
@@ -189,6 +216,7 @@ type waiter struct {
 	mu       sync.Mutex
 	states   []State
 	lastFail map[int]string
+	report   func([]State)
 }
 
 func (w *waiter) set(i int, s State) {
@@ -208,6 +236,9 @@ func (w *waiter) set(i int, s State) {
 	w.states[i] = s
 	if w.o.OnChange != nil {
 		w.o.OnChange(append([]State(nil), w.states...))
+	}
+	if w.report != nil {
+		w.report(w.states)
 	}
 }
 
@@ -238,7 +269,11 @@ func (w *waiter) blocking() string {
 // one watches target i (a list, then a watch, re-listing when the watch
 // expires) until its condition holds.
 func (w *waiter) one(ctx context.Context, i int, t Target) error {
-	ri := w.o.Client.Resource(t.Resource).Namespace(t.Namespace)
+	client := t.Client
+	if client == nil {
+		client = w.o.Client
+	}
+	ri := client.Resource(t.Resource).Namespace(t.Namespace)
 	byName := fields.OneTermEqualSelector("metadata.name", t.Name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

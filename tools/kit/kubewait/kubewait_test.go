@@ -234,3 +234,43 @@ func TestAStalledTargetEndsTheWait(t *testing.T) {
 		t.Errorf("after a spec change: err = %v", err)
 	}
 }
+
+// A wait that sees no change repeats its summary at the heartbeat, and a
+// change restarts the count; without a heartbeat it reports changes only.
+func TestHeartbeatRepeatsAQuietWait(t *testing.T) {
+	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: []testenv.CRDSet{testenv.FluxKustomize}})
+	ctx := context.Background()
+	cluster.CreateYAML(t, ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-system}\n")
+	dyn := dynamic.NewForConfigOrDie(cluster.Config)
+	var mu sync.Mutex
+	var lines []string
+	report := func(l string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, l)
+	}
+	err := kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: 1500 * time.Millisecond, Report: report, Heartbeat: 400 * time.Millisecond}, ks("never"))
+	if !errors.Is(err, kubewait.ErrTimeout) {
+		t.Fatalf("err = %v", err)
+	}
+	mu.Lock()
+	got := append([]string(nil), lines...)
+	mu.Unlock()
+	beats := 0
+	for _, l := range got {
+		if strings.HasPrefix(l, "still waiting after ") && strings.HasSuffix(l, ": 0 of 1 ready; waiting for Kustomization flux-system/never: not found yet") {
+			beats++
+		}
+	}
+	// 1.5 s at 0.4 s: three beats, give or take the scheduler.
+	if beats != len(got) || beats < 2 || beats > 3 {
+		t.Errorf("reported (%d beats):\n%s", beats, strings.Join(got, "\n"))
+	}
+	lines = nil
+	if err := kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: 900 * time.Millisecond, Report: report}, ks("never")); !errors.Is(err, kubewait.ErrTimeout) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(lines) != 0 {
+		t.Errorf("without a heartbeat, a wait without a change reports nothing: %q", lines)
+	}
+}

@@ -44,7 +44,7 @@ const (
 
 // Options name the management cluster as the environment configures it.
 type Options struct {
-	Kubeconfig, Context string
+	Cluster kubecfg.Ref
 	// FluxNamespace holds the run metadata ConfigMap.
 	FluxNamespace string
 	// Timeout bounds each request (kubecfg.ProbeTimeout when zero).
@@ -67,7 +67,7 @@ type Finding struct {
 // Look reads the management context; only a kubeconfig that cannot be
 // read is an error.
 func Look(ctx context.Context, o Options) (Finding, error) {
-	has, err := kubecfg.HasContext(o.Kubeconfig, o.Context)
+	has, err := kubecfg.HasContext(o.Cluster.Path, o.Cluster.Context)
 	if err != nil {
 		return Finding{}, fmt.Errorf("the management cluster's kubeconfig (MGMT_KUBECONFIG): %w", err)
 	}
@@ -78,7 +78,7 @@ func Look(ctx context.Context, o Options) (Finding, error) {
 	if timeout == 0 {
 		timeout = kubecfg.ProbeTimeout
 	}
-	cfg, err := kubecfg.RESTConfig(o.Kubeconfig, o.Context, timeout)
+	cfg, err := kubecfg.RESTConfig(o.Cluster.Path, o.Cluster.Context, timeout)
 	if err != nil {
 		return Finding{State: Unknown, Err: err}, nil
 	}
@@ -125,12 +125,12 @@ func (f Finding) CreateKindGuard(env string, o Options) error {
 		return cli.UsageError(fmt.Errorf("%w: run %s pivoted into the management cluster behind context %s in %s, and it runs Flux and Cluster API with the Clusters.%s "+
 			"A new kind cluster would run a second Cluster API that builds them again, so none was created. "+
 			"That environment is live: work on it through that context, or tear it down first (`task teardown ENV=%s`) and bootstrap again",
-			ErrPivoted, f.RunID, o.Context, o.Kubeconfig, whose, owner))
+			ErrPivoted, f.RunID, o.Cluster.Context, o.Cluster.Path, whose, owner))
 	case Unknown:
 		return cli.UnknownStateError(fmt.Errorf("the management cluster behind context %s in %s does not answer (%v), so it is unknown whether an earlier pivot lives there; no kind cluster was created. "+
 			"If it does, a new kind cluster would build its Clusters a second time. Bring it back and tear it down (`task teardown ENV=%s`), "+
 			"or, if it is gone for good, remove the context (`kubectl --kubeconfig %s config delete-context %s`) and rerun",
-			o.Context, o.Kubeconfig, f.Err, env, o.Kubeconfig, o.Context))
+			o.Cluster.Context, o.Cluster.Path, f.Err, env, o.Cluster.Path, o.Cluster.Context))
 	}
 	return nil
 }

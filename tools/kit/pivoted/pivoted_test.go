@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/pivoted"
 	"github.com/kropsdev/krops/tools/testenv"
 )
@@ -20,7 +21,7 @@ import (
 func TestWhatTheManagementContextSaysAboutAnEarlierPivot(t *testing.T) {
 	ctx := context.Background()
 	mgmt := testenv.APIServer(t, testenv.ClusterOptions{Name: "krops-mgmt"})
-	o := pivoted.Options{Kubeconfig: mgmt.Kubeconfig, Context: mgmt.Context, FluxNamespace: "flux-system", Timeout: 5 * time.Second}
+	o := pivoted.Options{Cluster: kubecfg.Ref{Path: mgmt.Kubeconfig, Context: mgmt.Context}, FluxNamespace: "flux-system", Timeout: 5 * time.Second}
 
 	look := func(o pivoted.Options) pivoted.Finding {
 		t.Helper()
@@ -32,12 +33,12 @@ func TestWhatTheManagementContextSaysAboutAnEarlierPivot(t *testing.T) {
 	}
 
 	none := o
-	none.Kubeconfig = filepath.Join(t.TempDir(), "absent.yaml")
+	none.Cluster.Path = filepath.Join(t.TempDir(), "absent.yaml")
 	if f := look(none); f.State != pivoted.None || f.CreateKindGuard("local-host", none) != nil {
 		t.Fatalf("no kubeconfig: got %+v, want None and no refusal", f)
 	}
 	other := o
-	other.Context = "somebody-else"
+	other.Cluster.Context = "somebody-else"
 	if f := look(other); f.State != pivoted.None {
 		t.Fatalf("kubeconfig without the context: got %+v, want None", f)
 	}
@@ -55,7 +56,7 @@ func TestWhatTheManagementContextSaysAboutAnEarlierPivot(t *testing.T) {
 	if cli.ExitCode(err) != 2 || !errors.Is(err, pivoted.ErrPivoted) {
 		t.Fatalf("refusal for a pivoted cluster: exit %d, %v; want exit 2 wrapping ErrPivoted", cli.ExitCode(err), err)
 	}
-	for _, want := range []string{"local-host-20261201t191333z", o.Context, o.Kubeconfig, "task teardown ENV=local-host"} {
+	for _, want := range []string{"local-host-20261201t191333z", o.Cluster.Context, o.Cluster.Path, "task teardown ENV=local-host"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal does not name %q: %v", want, err)
 		}
@@ -72,7 +73,7 @@ func TestWhatTheManagementContextSaysAboutAnEarlierPivot(t *testing.T) {
 	if cli.ExitCode(err) != 3 {
 		t.Fatalf("refusal for an unreadable cluster: exit %d, %v; want 3", cli.ExitCode(err), err)
 	}
-	if !strings.Contains(err.Error(), "config delete-context "+o.Context) {
+	if !strings.Contains(err.Error(), "config delete-context "+o.Cluster.Context) {
 		t.Errorf("the refusal does not say how to forget a cluster that is gone: %v", err)
 	}
 }
@@ -82,7 +83,7 @@ func TestAKubeconfigThatCannotBeReadIsAnError(t *testing.T) {
 	if err := os.WriteFile(path, []byte("clusters: [this is not a kubeconfig"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := pivoted.Look(context.Background(), pivoted.Options{Kubeconfig: path, Context: "krops-mgmt", FluxNamespace: "flux-system"})
+	_, err := pivoted.Look(context.Background(), pivoted.Options{Cluster: kubecfg.Ref{Path: path, Context: "krops-mgmt"}, FluxNamespace: "flux-system"})
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("got %v, want an error naming %s", err, path)
 	}

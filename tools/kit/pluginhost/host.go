@@ -52,6 +52,12 @@ func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The keys the host's schema does not know are the plugin's, if it
+	// declares them: a typo stops here with the file and the key.
+	if err := o.Config.CheckProviderKeys(o.Environment.Name, c.Description().ConfigKeys); err != nil {
+		c.Close()
+		return nil, configError{err}
+	}
 	raw, err := o.Config.ProviderJSON(o.Environment.Name)
 	if err != nil {
 		c.Close()
@@ -60,7 +66,7 @@ func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 	if err := c.Configure(ctx, sdk.Config{Environment: o.Environment.Name, Raw: raw, RepoRoot: o.Config.Root}, o.Lookup.Get); err != nil {
 		c.Close()
 		// The plugin refused the environment's configuration: fix it (2).
-		return nil, configError{fmt.Errorf("configuring provider %s for environment %s: %w", name, o.Environment.Name, err)}
+		return nil, configError{fmt.Errorf("%s: provider %s refused the configuration of environment %s: %w", o.Config.Path, name, o.Environment.Name, err)}
 	}
 	return c, nil
 }

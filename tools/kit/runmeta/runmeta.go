@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kropsdev/krops/tools/kit/duration"
+	"github.com/kropsdev/krops/plugins/sdk/duration"
 )
 
 // ConfigMap keys, equal to the environment variables that override them.

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kropsdev/krops/tools/kit/budget"
 	"github.com/mattn/go-isatty"
 )
 
@@ -194,7 +195,7 @@ func (p *Progress) begin(intent, name string, start time.Time) (stop func()) {
 	go func() {
 		defer wg.Done()
 		frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(budget.ProgressTick)
 		defer tick.Stop()
 		for i := 0; ; i++ {
 			p.mu.Lock()

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kropsdev/krops/plugins/aws/awstest"
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/awstest"
 )
 
 // BenchmarkDiscover scans about 300 resources in two regions through a
@@ -24,7 +24,7 @@ func BenchmarkDiscover(b *testing.B) {
 
 	scan := func(sequential bool) (time.Duration, int, int) {
 		p := New("bench", Options{Sequential: sequential})
-		if err := p.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(b)}); err != nil {
+		if err := p.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(b, hostJSON)}); err != nil {
 			b.Fatal(err)
 		}
 		before := len(proxy.Requests())
@@ -86,7 +86,7 @@ func BenchmarkSweep(b *testing.B) {
 		}
 		fp := awstest.Build(b, m.URL, awstest.Options{ExtraPerVPC: 40, ObjectVersions: 3})
 		p := New("bench", Options{Sequential: sequential})
-		if err := p.Configure(ctx, sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(b)}); err != nil {
+		if err := p.Configure(ctx, sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(b, hostJSON)}); err != nil {
 			b.Fatal(err)
 		}
 		scope := scopeOf(b, ctx, p)
@@ -141,7 +141,7 @@ func BenchmarkSweepPolling(b *testing.B) {
 		}
 		fp := awstest.Build(b, m.URL, awstest.Options{ObjectVersions: 1})
 		p := New("bench", o)
-		if err := p.Configure(ctx, sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(b)}); err != nil {
+		if err := p.Configure(ctx, sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(b, hostJSON)}); err != nil {
 			b.Fatal(err)
 		}
 		scope := scopeOf(b, ctx, p)

@@ -13,7 +13,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sweep"
 )
 
-// KindCFNStack is the CAPA bootstrap stack [teardown] cfn-stack-name names.
+// KindCFNStack is the CAPA bootstrap stack [providers.aws.teardown] cfn-stack-name names.
 const KindCFNStack = "cloudformation-stack"
 
 func init() {
@@ -54,7 +54,7 @@ func (p *Provider) scanStack(ctx context.Context, e *emitter) {
 			created = &c
 		}
 		e.resource(sdk.Resource{Kind: KindCFNStack, ID: aws.ToString(st.StackName), Region: region, CreatedAt: created, Tags: tags,
-			Evidence: []string{"exact name from bootstrap.toml [teardown] cfn-stack-name"}})
+			Evidence: []string{"exact name from bootstrap.toml [providers.aws.teardown] cfn-stack-name"}})
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/kropsdev/krops/plugins/sdk"
-	"github.com/kropsdev/krops/tools/kit/duration"
+	"github.com/kropsdev/krops/plugins/sdk/duration"
 )
 
 // Production polling: look again a second after an asynchronous deletion
@@ -77,10 +77,13 @@ func New(version string, o Options) *Provider {
 func (p *Provider) Describe(context.Context) (sdk.Description, error) {
 	return sdk.Description{
 		Name: "aws", Version: p.version,
-		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapTeardownPolicy, sdk.CapDiscover, sdk.CapSweep},
+		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapHooks, sdk.CapPivotInputs, sdk.CapTeardownPolicy, sdk.CapDiscover, sdk.CapSweep},
+		Phases:       []sdk.Phase{sdk.PhaseAfterKindCreate},
 		ConfigKeys: []string{
-			"mgmt-cluster", "allowed-accounts", "teardown.aws-workloads", "teardown.mgmt-eks-cluster-name",
-			"teardown.mgmt-iam-role-prefix", "[teardown] cfn-stack-name, global-iam-roles, global-iam-users, s3-bucket-pattern",
+			"environments.*.teardown.aws-workloads", "environments.*.teardown.mgmt-eks-cluster-name",
+			"environments.*.teardown.mgmt-iam-role-prefix",
+			"providers.*.teardown.cfn-stack-name", "providers.*.teardown.global-iam-roles",
+			"providers.*.teardown.global-iam-users", "providers.*.teardown.s3-bucket-pattern",
 		},
 		Env: []string{
 			"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",

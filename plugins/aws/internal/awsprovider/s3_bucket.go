@@ -47,7 +47,7 @@ func (p *Provider) scanBuckets(ctx context.Context, account string, e *emitter) 
 				continue
 			}
 			e.resource(sdk.Resource{Kind: KindS3Bucket, ID: aws.ToString(b.Name), Region: t.Region, Cluster: t.Cluster,
-				CreatedAt: b.CreationDate, Evidence: []string{"exact name from bootstrap.toml [teardown] s3-bucket-pattern " + p.s.bucketPattern + " for cluster " + t.Cluster}})
+				CreatedAt: b.CreationDate, Evidence: []string{"exact name from bootstrap.toml [providers.aws.teardown] s3-bucket-pattern " + p.s.bucketPattern + " for cluster " + t.Cluster}})
 		}
 	}
 }

@@ -2,6 +2,7 @@ package awsprovider
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -68,13 +69,19 @@ type fileConfig struct {
 			MgmtIAMRolePrefix  string `json:"mgmt-iam-role-prefix"`
 		} `json:"teardown"`
 	} `json:"environment"`
-	Teardown struct {
-		CFNStackName    string   `json:"cfn-stack-name"`
-		GlobalIAMRoles  []string `json:"global-iam-roles"`
-		GlobalIAMUsers  []string `json:"global-iam-users"`
-		S3BucketPattern string   `json:"s3-bucket-pattern"`
-	} `json:"teardown"`
+	// Provider is [providers.aws]: the account-wide names.
+	Provider struct {
+		Teardown struct {
+			CFNStackName    string   `json:"cfn-stack-name"`
+			GlobalIAMRoles  []string `json:"global-iam-roles"`
+			GlobalIAMUsers  []string `json:"global-iam-users"`
+			S3BucketPattern string   `json:"s3-bucket-pattern"`
+		} `json:"teardown"`
+	} `json:"provider"`
 }
+
+// accountID is the form of an AWS account id.
+var accountID = regexp.MustCompile(`^[0-9]{12}$`)
 
 // mgmtSuffix ends every management cluster name: the rest is its region.
 const mgmtSuffix = "-management"
@@ -84,11 +91,23 @@ func parseSettings(cfg sdk.Config) (settings, error) {
 	if err := cfg.Decode(&fc); err != nil {
 		return settings{}, err
 	}
-	e := fc.Environment
+	e, td := fc.Environment, fc.Provider.Teardown
 	s := settings{
-		environment: cfg.Environment, cfnStack: fc.Teardown.CFNStackName,
-		globalRoles: fc.Teardown.GlobalIAMRoles, globalUsers: fc.Teardown.GlobalIAMUsers,
-		bucketPattern: fc.Teardown.S3BucketPattern, allowedAccounts: e.AllowedAccounts,
+		environment: cfg.Environment, cfnStack: td.CFNStackName,
+		globalRoles: td.GlobalIAMRoles, globalUsers: td.GlobalIAMUsers,
+		bucketPattern: td.S3BucketPattern, allowedAccounts: e.AllowedAccounts,
+	}
+	if p := td.S3BucketPattern; p != "" {
+		for _, ph := range []string{"{account_id}", "{cluster_name}"} {
+			if !strings.Contains(p, ph) {
+				return settings{}, fmt.Errorf("%w: providers.aws.teardown.s3-bucket-pattern %q lacks the placeholder %s (both {account_id} and {cluster_name} are required, so buckets of other accounts and clusters never match)", sdk.ErrInvalidArgument, p, ph)
+			}
+		}
+	}
+	for i, a := range e.AllowedAccounts {
+		if !accountID.MatchString(a) {
+			return settings{}, fmt.Errorf("%w: environments.%s.allowed-accounts[%d] %q is not an AWS account id (want 12 digits, as a string)", sdk.ErrInvalidArgument, cfg.Environment, i, a)
+		}
 	}
 	if e.MgmtCluster == "" {
 		return settings{}, fmt.Errorf("%w: environments.%s.mgmt-cluster is empty", sdk.ErrInvalidArgument, cfg.Environment)

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kropsdev/krops/plugins/aws/awstest"
+	kropsconfig "github.com/kropsdev/krops/tools/kit/config"
+
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/testenv"
+	"github.com/kropsdev/krops/tools/testenv/awstest"
 )
 
 // scopeOf is what a host sends Sweep: everything Discover found.
@@ -42,7 +44,7 @@ func sweepWith(t *testing.T, ctx context.Context, p *Provider) map[string]sdk.Sw
 
 func configured(t *testing.T, o Options) *Provider {
 	p := New("test", o)
-	if err := p.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(t)}); err != nil {
+	if err := p.Configure(context.Background(), sdk.Config{Environment: "aws", Raw: awstest.ProviderConfig(t, hostJSON)}); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -104,4 +106,14 @@ func firstID(final map[string]sdk.SweepEvent, kind string) string {
 		}
 	}
 	return ""
+}
+
+// hostJSON is what krops binaries send the aws plugin for the file at path:
+// the host's own configuration loader, so these tests see that contract.
+func hostJSON(path string) ([]byte, error) {
+	c, err := kropsconfig.Load(kropsconfig.LoadOptions{Path: path})
+	if err != nil {
+		return nil, err
+	}
+	return c.ProviderJSON("aws")
 }

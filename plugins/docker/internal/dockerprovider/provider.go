@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/plugins/sdk/engine"
 	"github.com/kropsdev/krops/plugins/sdk/proc"
-	"github.com/kropsdev/krops/tools/kit/engine"
 )
 
 // Defaults of the knobs this provider reads.
@@ -87,7 +87,7 @@ func (p *Provider) Describe(context.Context) (sdk.Description, error) {
 			sdk.CapPreflight, sdk.CapKindConfig, sdk.CapHooks, sdk.CapPivotInputs, sdk.CapTeardownPolicy,
 		},
 		Phases:     []sdk.Phase{sdk.PhaseAfterKindCreate},
-		ConfigKeys: []string{"bootstrap.registry-name", "mgmt-cluster", "teardown.mgmt-container-prefix"},
+		ConfigKeys: []string{"environments.*.teardown.mgmt-container-prefix"},
 		Env:        env,
 	}, nil
 }
@@ -182,26 +182,26 @@ func (p *Provider) KindConfig(context.Context) (sdk.KindConfig, error) {
 }
 
 // Hook runs the local registry once kind exists.
-func (p *Provider) Hook(ctx context.Context, req sdk.HookRequest) ([]string, error) {
+func (p *Provider) Hook(ctx context.Context, req sdk.HookRequest) (sdk.HookResult, error) {
 	if req.Phase != sdk.PhaseAfterKindCreate {
-		return nil, fmt.Errorf("%w: the docker provider has no %s hook", sdk.ErrInvalidArgument, req.Phase)
+		return sdk.HookResult{}, fmt.Errorf("%w: the docker provider has no %s hook", sdk.ErrInvalidArgument, req.Phase)
 	}
 	e, err := p.engine(ctx)
 	if err != nil {
-		return nil, err
+		return sdk.HookResult{}, err
 	}
 	action, err := p.ensureRegistry(ctx, e)
 	if err != nil {
-		return nil, err
+		return sdk.HookResult{}, err
 	}
 	url := p.registryURL()
 	if err := p.probeRegistry(ctx, url); err != nil {
-		return nil, err
+		return sdk.HookResult{}, err
 	}
-	return []string{
+	return sdk.HookResult{Messages: []string{
 		fmt.Sprintf("registry %s %s (%s, 127.0.0.1:%d, network %s)", p.s.registryName, action, RegistryImage, p.s.registryPort, kindNetwork),
 		"registry ready at " + url,
-	}, nil
+	}}, nil
 }
 
 func (p *Provider) registryURL() string {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kropsdev/krops/plugins/sdk/engine"
 	"github.com/kropsdev/krops/plugins/sdk/proc"
-	"github.com/kropsdev/krops/tools/kit/engine"
 )
 
 // containerState is the part of `<engine> container inspect` we read; Docker

@@ -64,8 +64,9 @@ func (p *provider) Describe(context.Context) (sdk.Description, error) {
 		Name:         "jsoncloud",
 		Version:      p.version,
 		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapTeardownPolicy, sdk.CapDiscover, sdk.CapSweep},
-		ConfigKeys:   []string{"mgmt-cluster", "teardown.capi-workloads"},
-		Env:          []string{"JSONCLOUD_STATE", "JSONCLOUD_DISCOVER_DELAY"},
+		// It reads only keys krops itself defines (mgmt-cluster,
+		// teardown.capi-workloads), so it adds none.
+		Env: []string{"JSONCLOUD_STATE", "JSONCLOUD_DISCOVER_DELAY"},
 	}, nil
 }
 

@@ -100,14 +100,8 @@ type Phase int32
 
 const (
 	Phase_PHASE_UNSPECIFIED Phase = 0
-	// The kind bootstrap cluster exists and is Ready.
+	// The kind bootstrap cluster exists and is Ready (created or reused).
 	Phase_PHASE_AFTER_KIND_CREATE Phase = 1
-	// clusterctl move is about to run.
-	Phase_PHASE_BEFORE_MOVE Phase = 2
-	// clusterctl move finished.
-	Phase_PHASE_AFTER_MOVE Phase = 3
-	// The host that runs the CAPI controllers is about to be removed.
-	Phase_PHASE_BEFORE_CONTROLLER_HOST_REMOVAL Phase = 4
 )
 
 // Enum value maps for Phase.
@@ -115,16 +109,10 @@ var (
 	Phase_name = map[int32]string{
 		0: "PHASE_UNSPECIFIED",
 		1: "PHASE_AFTER_KIND_CREATE",
-		2: "PHASE_BEFORE_MOVE",
-		3: "PHASE_AFTER_MOVE",
-		4: "PHASE_BEFORE_CONTROLLER_HOST_REMOVAL",
 	}
 	Phase_value = map[string]int32{
-		"PHASE_UNSPECIFIED":                    0,
-		"PHASE_AFTER_KIND_CREATE":              1,
-		"PHASE_BEFORE_MOVE":                    2,
-		"PHASE_AFTER_MOVE":                     3,
-		"PHASE_BEFORE_CONTROLLER_HOST_REMOVAL": 4,
+		"PHASE_UNSPECIFIED":       0,
+		"PHASE_AFTER_KIND_CREATE": 1,
 	}
 )
 
@@ -880,7 +868,14 @@ func (x *HookRequest) GetContext() string {
 type HookResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// messages are shown to the user, one line each.
-	Messages      []string `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	Messages []string `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// manifests are YAML documents the host server-side applies on the
+	// cluster the phase concerns once the hook returns: for example the
+	// Secrets and ConfigMaps the provider's controllers read (cloud
+	// credentials, account values). They may hold secrets: they travel only
+	// over this connection, and the host never prints, logs or stores them
+	// (it names the objects, never their data).
+	Manifests     [][]byte `protobuf:"bytes,2,rep,name=manifests,proto3" json:"manifests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -918,6 +913,13 @@ func (*HookResponse) Descriptor() ([]byte, []int) {
 func (x *HookResponse) GetMessages() []string {
 	if x != nil {
 		return x.Messages
+	}
+	return nil
+}
+
+func (x *HookResponse) GetManifests() [][]byte {
+	if x != nil {
+		return x.Manifests
 	}
 	return nil
 }
@@ -1726,9 +1728,10 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\n" +
 	"kubeconfig\x18\x02 \x01(\tR\n" +
 	"kubeconfig\x12\x18\n" +
-	"\acontext\x18\x03 \x01(\tR\acontext\"*\n" +
+	"\acontext\x18\x03 \x01(\tR\acontext\"H\n" +
 	"\fHookResponse\x12\x1a\n" +
-	"\bmessages\x18\x01 \x03(\tR\bmessages\"m\n" +
+	"\bmessages\x18\x01 \x03(\tR\bmessages\x12\x1c\n" +
+	"\tmanifests\x18\x02 \x03(\fR\tmanifests\"m\n" +
 	"\x12PivotInputsRequest\x12\x1e\n" +
 	"\n" +
 	"kubeconfig\x18\x01 \x01(\fR\n" +
@@ -1797,13 +1800,10 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\x1aCAPABILITY_TEARDOWN_POLICY\x10\x04\x12\x17\n" +
 	"\x13CAPABILITY_DISCOVER\x10\x05\x12\x14\n" +
 	"\x10CAPABILITY_SWEEP\x10\x06\x12\x1a\n" +
-	"\x16CAPABILITY_KIND_CONFIG\x10\a*\x92\x01\n" +
+	"\x16CAPABILITY_KIND_CONFIG\x10\a*\x98\x01\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x1b\n" +
-	"\x17PHASE_AFTER_KIND_CREATE\x10\x01\x12\x15\n" +
-	"\x11PHASE_BEFORE_MOVE\x10\x02\x12\x14\n" +
-	"\x10PHASE_AFTER_MOVE\x10\x03\x12(\n" +
-	"$PHASE_BEFORE_CONTROLLER_HOST_REMOVAL\x10\x04*\x89\x01\n" +
+	"\x17PHASE_AFTER_KIND_CREATE\x10\x01\"\x04\b\x02\x10\x02\"\x04\b\x03\x10\x03\"\x04\b\x04\x10\x04*\x11PHASE_BEFORE_MOVE*\x10PHASE_AFTER_MOVE*$PHASE_BEFORE_CONTROLLER_HOST_REMOVAL*\x89\x01\n" +
 	"\vHostRemoval\x12\x1c\n" +
 	"\x18HOST_REMOVAL_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bHOST_REMOVAL_DELETE_CLUSTER\x10\x01\x12\"\n" +

@@ -37,7 +37,7 @@ func (p *Provider) Describe(context.Context) (sdk.Description, error) {
 	return sdk.Description{
 		Name: "talos", Version: p.version,
 		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapTeardownPolicy},
-		ConfigKeys:   []string{"sync-path", "mgmt-cluster", "teardown.hardware-release"},
+		ConfigKeys:   []string{"environments.*.teardown.hardware-release"},
 	}, nil
 }
 

@@ -35,6 +35,22 @@ type Options struct {
 	// Kubernetes side, so the provider's "cloud-only" permission does not
 	// apply.
 	AfterKubernetes bool
+	// Provider is the environment's plugin when the caller has started it
+	// already (the teardown, for the whole run); nil loads one for this
+	// call. A given plugin is not closed here.
+	Provider *sdk.Client
+}
+
+// provider returns the plugin to use and what to call when done with it.
+func (o Options) provider(ctx context.Context) (*sdk.Client, func(), error) {
+	if o.Provider != nil {
+		return o.Provider, func() {}, nil
+	}
+	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, c.Close, nil
 }
 
 // Summary counts a sweep's outcome.
@@ -57,11 +73,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if r.pr == nil {
 		r.pr = ui.New(ui.Options{Out: r.out})
 	}
-	c, err := r.loadSweeper(ctx)
+	c, release, err := r.loadSweeper(ctx)
 	if err != nil {
 		return Summary{}, err
 	}
-	defer c.Close()
+	defer release()
 	// No bootstrap preflight here: quotas and the like mean nothing to a
 	// teardown. Discover checks what a sweep needs (credentials, and the
 	// account against the allow-list) before it lists anything.
@@ -93,29 +109,29 @@ type run struct {
 
 // loadSweeper starts the environment's provider and checks that it can
 // sweep and that its teardown policy allows this sweep.
-func (r *run) loadSweeper(ctx context.Context) (*sdk.Client, error) {
+func (r *run) loadSweeper(ctx context.Context) (*sdk.Client, func(), error) {
 	o := r.o
-	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	c, release, err := o.provider(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := c.Description()
 	if !d.Has(sdk.CapSweep) {
-		c.Close()
-		return nil, cli.Usagef("environment %s uses provider %s, which cannot sweep cloud resources (it lacks the %s capability); see its teardown policy", o.Environment.Name, c.Name, sdk.CapSweep)
+		release()
+		return nil, nil, cli.Usagef("environment %s uses provider %s, which cannot sweep cloud resources (it lacks the %s capability); see its teardown policy", o.Environment.Name, c.Name, sdk.CapSweep)
 	}
 	if d.Has(sdk.CapTeardownPolicy) {
 		pol, err := c.TeardownPolicy(ctx)
 		if err != nil {
-			c.Close()
-			return nil, err
+			release()
+			return nil, nil, err
 		}
 		if !pol.CloudOnlySweepAllowed && !o.AfterKubernetes {
-			c.Close()
-			return nil, cli.Usagef("provider %s does not allow a cloud-only sweep of environment %s", c.Name, o.Environment.Name)
+			release()
+			return nil, nil, cli.Usagef("provider %s does not allow a cloud-only sweep of environment %s", c.Name, o.Environment.Name)
 		}
 	}
-	return c, nil
+	return c, release, nil
 }
 
 // reportScope prints the account, the suspects left alone and the size of
@@ -244,11 +260,11 @@ type inventory struct {
 // not work or an account outside allowed-accounts stop it while everything
 // is still in place. It returns the account read.
 func Check(ctx context.Context, o Options) (string, error) {
-	c, err := pluginhost.Load(ctx, pluginhost.Options{Config: o.Config, Environment: o.Environment, Lookup: o.Lookup, Stderr: o.Stderr, Verbose: o.Verbose})
+	c, release, err := o.provider(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer release()
 	inv, err := discover(ctx, c)
 	return inv.account, err
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/kit/ui"
 	"github.com/kropsdev/krops/tools/testenv"
 )
@@ -32,13 +33,13 @@ func BenchmarkAbsenceDetection(b *testing.B) {
 	dyn := dynamic.NewForConfigOrDie(cluster.Config)
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	r := &run{o: Options{Progress: ui.New(ui.Options{Out: io.Discard}), QueryTimeout: DefaultQueryTimeout}, dyn: dyn, sum: &Summary{}}
-	watch := func(ctx context.Context, t target) error {
-		return r.waitGone(ctx, []target{t}, time.Minute, "test")
+	watch := func(ctx context.Context, t kubewait.Target) error {
+		return r.waitGone(ctx, []kubewait.Target{t}, time.Minute, "test")
 	}
-	poll := func(every time.Duration) func(context.Context, target) error {
-		return func(ctx context.Context, t target) error {
+	poll := func(every time.Duration) func(context.Context, kubewait.Target) error {
+		return func(ctx context.Context, t kubewait.Target) error {
 			for {
-				_, err := dyn.Resource(t.gvr).Namespace(t.ns).Get(ctx, t.name, metav1.GetOptions{})
+				_, err := dyn.Resource(t.Resource).Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
 					return nil
 				}
@@ -50,7 +51,7 @@ func BenchmarkAbsenceDetection(b *testing.B) {
 			}
 		}
 	}
-	var waits []func(context.Context, target) error
+	var waits []func(context.Context, kubewait.Target) error
 	var labels []string
 	for range 24 {
 		waits, labels = append(waits, watch), append(labels, "watch")
@@ -76,7 +77,7 @@ func BenchmarkAbsenceDetection(b *testing.B) {
 				return err
 			},
 			func(ctx context.Context, i int) error {
-				return waits[i](ctx, target{gvr: cms, ns: "default", name: names[i], kind: "ConfigMap"})
+				return waits[i](ctx, kubewait.Target{Resource: cms, Namespace: "default", Name: names[i], Kind: "ConfigMap"})
 			})
 	}
 	testenv.ReportDetection(b, labels, all, "watch")

@@ -14,11 +14,12 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kropsdev/krops/tools/kit/budget"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
 )
 
 // DefaultQueryTimeout bounds every Kubernetes query of a teardown.
-const DefaultQueryTimeout = 30 * time.Second
+const DefaultQueryTimeout = budget.APIRequest
 
 // ErrUnknownState means a query did not answer clearly: the destructive step
 // that needed it did not run (exit 3).

@@ -23,22 +23,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/capikubeconfig"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
+	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/kit/pivoted"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
+	"github.com/kropsdev/krops/tools/kit/steps"
 	"github.com/kropsdev/krops/tools/kit/ui"
 )
 
@@ -57,8 +55,8 @@ var (
 
 // Host is a cluster that runs the controllers, bound explicitly.
 type Host struct {
-	Name                string // "kind" or "the management cluster"
-	Kubeconfig, Context string
+	Name string // "kind" or "the management cluster"
+	kubecfg.Ref
 	// Management marks the management cluster's candidate: an earlier
 	// pivot may live there.
 	Management bool
@@ -67,7 +65,7 @@ type Host struct {
 // answers returns the host's client configuration when its API server
 // answers within kubecfg.ProbeTimeout.
 func (h Host) answers(timeout time.Duration) (*rest.Config, bool) {
-	cfg, err := kubecfg.RESTConfig(h.Kubeconfig, h.Context, timeout)
+	cfg, err := kubecfg.RESTConfig(h.Path, h.Context, timeout)
 	if err != nil || kubecfg.Answers(cfg) != nil {
 		return nil, false
 	}
@@ -100,6 +98,9 @@ type Options struct {
 	UninstallOperator func(ctx context.Context, h Host) (removed bool, err error)
 	// DeleteKind removes the kind cluster and says whether there was one.
 	DeleteKind func(ctx context.Context) (deleted bool, err error)
+	// KindCluster names the kind cluster, whose containers ListContainers
+	// finds by the same prefix rule.
+	KindCluster string
 	// ListContainers lists the self-managed management cluster's containers:
 	// those named exactly prefix or prefix-… on the host's engine.
 	ListContainers func(ctx context.Context, prefix string) ([]string, error)
@@ -119,11 +120,26 @@ type Options struct {
 	StopAfter string
 }
 
+// steps are the teardown's steps in order, named as Steps lists them.
+func (r *run) steps() []steps.Step {
+	fns := []func(context.Context) error{r.loadBalancers, r.suspendFlux, r.deleteClusters, r.providers, r.cloud, r.removeHost}
+	out := make([]steps.Step, len(fns))
+	for i, fn := range fns {
+		out[i] = steps.Step{Name: Steps[i], Run: fn}
+	}
+	return out
+}
+
 // Steps are the teardown's steps in order; StopAfter names one of them.
-var Steps = []string{"load-balancers", "suspend-flux", "clusters", "cloud", "providers", "host"}
+//
+// The providers go before the cloud sweep: a provider still running would
+// recreate what the sweep deletes (CAPA on kind, the management EKS
+// cluster), and after a pivot the sweep deletes the host itself, so nothing
+// may need to query it afterwards.
+var Steps = []string{"load-balancers", "suspend-flux", "clusters", "providers", "cloud", "host"}
 
 // ErrStopped is returned when Options.StopAfter stopped the run.
-var ErrStopped = errors.New("stopped on request after a step")
+var ErrStopped = steps.ErrStopped
 
 // Summary is what a teardown did, skipped and left.
 type Summary struct {
@@ -158,6 +174,9 @@ type run struct {
 	// leftoverKind is kind when it still answers although the management
 	// cluster, the host, holds the pivoted Clusters: it goes too.
 	leftoverKind *Host
+	// hostGone: the cloud sweep removed the host (see goesWithCloud) and it
+	// no longer answers.
+	hostGone bool
 }
 
 func (r *run) plan(format string, args ...any) {
@@ -189,15 +208,21 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 				return sum, err
 			}
 			sum.Skipped = append(sum.Skipped, "everything: the management cluster (context "+h.Context+") does not answer")
-			sum.Next = "bring the management cluster back and rerun; if it is gone for good, remove its context (`kubectl --kubeconfig " + h.Kubeconfig + " config delete-context " + h.Context + "`) and rerun, or sweep only the cloud with `krops-sweep cloud " + o.Environment + "`"
-			return sum, &UnknownError{What: fmt.Sprintf("reaching the management cluster behind context %s in %s, which may still run Cluster API and Flux over the cloud resources; nothing was deleted", h.Context, h.Kubeconfig),
+			sum.Next = "bring the management cluster back and rerun; if it is gone for good, remove its context (`kubectl --kubeconfig " + h.Path + " config delete-context " + h.Context + "`) and rerun, or sweep only the cloud with `krops-sweep cloud " + o.Environment + "`"
+			return sum, &UnknownError{What: fmt.Sprintf("reaching the management cluster behind context %s in %s, which may still run Cluster API and Flux over the cloud resources; nothing was deleted", h.Context, h.Path),
 				Err: errors.New("it did not answer within the query timeout")}
 		}
-		sum.Skipped = append(sum.Skipped, "the Kubernetes side: no controller host answered within 10 s ("+hostNames(o.Candidates)+")")
-		if o.CloudSweep != nil {
-			if err := o.Progress.Step(ctx, "the provider's cloud sweep", func(ctx context.Context) error { return o.CloudSweep(ctx, o.DryRun) }); err != nil {
+		if r.nothingOnKubernetes(ctx) {
+			// A finished teardown, run again: a no-op on this side.
+			sum.Skipped = append(sum.Skipped, "the Kubernetes side: already gone (no kind or management context, no kind container)")
+			if err := r.cloud(ctx); err != nil {
 				return sum, err
 			}
+			return sum, nil
+		}
+		sum.Skipped = append(sum.Skipped, "the Kubernetes side: no controller host answered within 10 s ("+hostNames(o.Candidates)+")")
+		if err := r.cloud(ctx); err != nil {
+			return sum, err
 		}
 		sum.Next = "start the controller host and rerun, or `krops-sweep cloud " + o.Environment + "` if only the cloud side is left"
 		return sum, fmt.Errorf("%w: the Kubernetes side was not torn down (%s)", ErrHostUnreachable, hostNames(o.Candidates))
@@ -217,25 +242,36 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		return sum, err
 	}
-	for i, step := range []func(context.Context) error{r.loadBalancers, r.suspendFlux, r.deleteClusters, r.cloud, r.providers, r.removeHost} {
-		err := step(ctx)
-		if err == nil && o.StopAfter == Steps[i] {
-			err = fmt.Errorf("%w %s", ErrStopped, Steps[i])
-		}
-		if err != nil {
-			if errors.Is(err, ErrUnknownState) {
-				sum.Left = append(sum.Left, "the controller host "+r.host.Name+" is kept running: what it is deprovisioning goes on")
-				if sum.Next == "" { // a step that knows better said what to do
-					sum.Next = "rerun `krops-sweep " + o.Environment + "` once the API server answers"
-				}
+	if err := steps.Run(ctx, steps.Options{StopAfter: o.StopAfter}, r.steps()...); err != nil {
+		if errors.Is(err, ErrUnknownState) {
+			sum.Left = append(sum.Left, "the controller host "+r.host.Name+" is kept running: what it is deprovisioning goes on")
+			if sum.Next == "" { // a step that knows better said what to do
+				sum.Next = "rerun `krops-sweep " + o.Environment + "` once the API server answers"
 			}
-			return sum, err
 		}
+		return sum, err
 	}
 	if len(sum.Left) > 0 {
 		return sum, ErrLeft
 	}
 	return sum, nil
+}
+
+// nothingOnKubernetes says whether the Kubernetes side is confirmed absent
+// when no host answered: no candidate's context exists (krops removes each
+// with its cluster) and the engine lists no container of the kind cluster.
+// Anything it cannot read counts as present.
+func (r *run) nothingOnKubernetes(ctx context.Context) bool {
+	for _, h := range r.o.Candidates {
+		if has, err := kubecfg.HasContext(h.Path, h.Context); err != nil || has {
+			return false
+		}
+	}
+	if r.o.KindCluster == "" || r.o.ListContainers == nil {
+		return false
+	}
+	names, err := r.o.ListContainers(ctx, r.o.KindCluster)
+	return err == nil && len(names) == 0
 }
 
 // chooseHost picks the controller host. When the management cluster
@@ -263,7 +299,7 @@ func (r *run) chooseHost(ctx context.Context) error {
 		if !h.Management {
 			continue
 		}
-		f, err := pivoted.Look(ctx, pivoted.Options{Kubeconfig: h.Kubeconfig, Context: h.Context, FluxNamespace: r.o.FluxNamespace, Timeout: r.o.QueryTimeout})
+		f, err := pivoted.Look(ctx, pivoted.Options{Cluster: h.Ref, FluxNamespace: r.o.FluxNamespace, Timeout: r.o.QueryTimeout})
 		switch {
 		case err != nil:
 			return err
@@ -276,7 +312,7 @@ func (r *run) chooseHost(ctx context.Context) error {
 				cause = errors.New("it stopped answering")
 			}
 			return &UnknownError{What: fmt.Sprintf("reading %s (context %s in %s), where an earlier pivot may have moved the Clusters; kind answers but may hold none of them. "+
-				"Bring it back and rerun, or, if it is gone for good, remove the context (`kubectl --kubeconfig %s config delete-context %s`)", h.Name, h.Context, h.Kubeconfig, h.Kubeconfig, h.Context), Err: cause}
+				"Bring it back and rerun, or, if it is gone for good, remove the context (`kubectl --kubeconfig %s config delete-context %s`)", h.Name, h.Context, h.Path, h.Path, h.Context), Err: cause}
 		}
 	}
 	for i, h := range r.o.Candidates {
@@ -352,9 +388,9 @@ func managementContext(hs []Host) (Host, bool, error) {
 		if !h.Management {
 			continue
 		}
-		has, err := kubecfg.HasContext(h.Kubeconfig, h.Context)
+		has, err := kubecfg.HasContext(h.Path, h.Context)
 		if err != nil {
-			return h, false, fmt.Errorf("reading the management cluster's kubeconfig %s (MGMT_KUBECONFIG): %w", h.Kubeconfig, err)
+			return h, false, fmt.Errorf("reading the management cluster's kubeconfig %s (MGMT_KUBECONFIG): %w", h.Path, err)
 		}
 		if has {
 			return h, true, nil
@@ -451,7 +487,7 @@ func (r *run) loadBalancers(ctx context.Context) error {
 	}
 	keys := sortedKeys(owners)
 	return r.o.Progress.Step(ctx, fmt.Sprintf("deleting %d Kustomizations that own load balancers", len(keys)), func(ctx context.Context) error {
-		var wait []target
+		var wait []kubewait.Target
 		for _, k := range keys {
 			ns, name, _ := strings.Cut(k, "/")
 			var names []string
@@ -471,7 +507,7 @@ func (r *run) loadBalancers(ctx context.Context) error {
 			}
 			r.sum.Deleted = append(r.sum.Deleted, "Kustomization "+k)
 			for _, s := range owners[k] {
-				wait = append(wait, target{gvr: servicesGVR, ns: s.ns, name: s.name, kind: "Service", dyn: s.dyn})
+				wait = append(wait, kubewait.Target{Resource: servicesGVR, Namespace: s.ns, Name: s.name, Kind: "Service", Client: s.dyn})
 			}
 		}
 		return r.waitGone(ctx, wait, r.o.ClusterTimeout, "CLUSTER_DELETE_TIMEOUT")
@@ -559,7 +595,7 @@ func (r *run) deleteClusters(ctx context.Context) error {
 		return nil
 	}
 	return r.o.Progress.Wait(ctx, fmt.Sprintf("deleting Clusters %s (up to %s)", strings.Join(doomed, ", "), r.o.ClusterTimeout), func(ctx context.Context) error {
-		var wait []target
+		var wait []kubewait.Target
 		for _, name := range doomed {
 			r.plan("delete Cluster %s/%s and wait until Cluster API has removed it", r.o.Namespace, name)
 			if r.o.DryRun {
@@ -568,7 +604,7 @@ func (r *run) deleteClusters(ctx context.Context) error {
 			if _, err := r.del(ctx, clustersGVR, r.o.Namespace, name); err != nil {
 				return err
 			}
-			wait = append(wait, target{gvr: clustersGVR, ns: r.o.Namespace, name: name, kind: "Cluster"})
+			wait = append(wait, kubewait.Target{Resource: clustersGVR, Namespace: r.o.Namespace, Name: name, Kind: "Cluster"})
 		}
 		if r.o.DryRun {
 			return nil
@@ -601,11 +637,34 @@ func (r *run) mgmtOnKind() bool {
 	return !r.host.Management && r.o.Policy.HostRemoval == sdk.RemoveContainers
 }
 
+// goesWithCloud: the host is the management cluster and the provider's
+// cloud sweep is what removes it (aws: the management EKS cluster).
+func (r *run) goesWithCloud() bool {
+	return r.host.Management && r.o.Policy.HostRemoval == sdk.RemoveByDeletingCluster && r.o.CloudSweep != nil
+}
+
 func (r *run) cloud(ctx context.Context) error {
 	if r.o.CloudSweep == nil {
 		return nil
 	}
-	return r.o.Progress.Step(ctx, "the provider's cloud sweep", func(ctx context.Context) error { return r.o.CloudSweep(ctx, r.o.DryRun) })
+	err := r.o.Progress.Step(ctx, "the provider's cloud sweep", func(ctx context.Context) error { return r.o.CloudSweep(ctx, r.o.DryRun) })
+	if !r.goesWithCloud() || r.o.DryRun {
+		return err
+	}
+	// The host answered when this run began and the sweep has deleted
+	// clusters since; one that answers no more is gone, also when a later
+	// part of the sweep failed. Its context is removed now: kept, it would
+	// make every rerun stop on a cluster that cannot answer again, and the
+	// next bootstrap refuse to start.
+	if _, ok := r.host.answers(r.o.QueryTimeout); ok {
+		return err
+	}
+	r.hostGone = true
+	r.sum.Deleted = append(r.sum.Deleted, "the management cluster (context "+r.host.Context+"), by the cloud sweep")
+	if ferr := r.forgetManagement(); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return err
 }
 
 // providers removes the CAPI operator's provider objects (addons first,
@@ -620,7 +679,7 @@ func (r *run) providers(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			var wait []target
+			var wait []kubewait.Target
 			for _, u := range items {
 				r.plan("delete %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
 				if r.o.DryRun {
@@ -629,7 +688,7 @@ func (r *run) providers(ctx context.Context) error {
 				if _, err := r.del(ctx, gvr, u.GetNamespace(), u.GetName()); err != nil {
 					return err
 				}
-				wait = append(wait, target{gvr: gvr, ns: u.GetNamespace(), name: u.GetName(), kind: u.GetKind()})
+				wait = append(wait, kubewait.Target{Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName(), Kind: u.GetKind()})
 				r.sum.Deleted = append(r.sum.Deleted, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
 			}
 			if err := r.waitGone(ctx, wait, r.o.ProviderTimeout, "PROVIDER_DELETE_TIMEOUT"); err != nil {
@@ -640,7 +699,7 @@ func (r *run) providers(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var wait []target
+		var wait []kubewait.Target
 		for _, u := range instances {
 			r.plan("delete FluxInstance %s/%s", u.GetNamespace(), u.GetName())
 			if r.o.DryRun {
@@ -649,7 +708,7 @@ func (r *run) providers(ctx context.Context) error {
 			if _, err := r.del(ctx, fluxInstancesGVR, u.GetNamespace(), u.GetName()); err != nil {
 				return err
 			}
-			wait = append(wait, target{gvr: fluxInstancesGVR, ns: u.GetNamespace(), name: u.GetName(), kind: "FluxInstance"})
+			wait = append(wait, kubewait.Target{Resource: fluxInstancesGVR, Namespace: u.GetNamespace(), Name: u.GetName(), Kind: "FluxInstance"})
 			r.sum.Deleted = append(r.sum.Deleted, "FluxInstance "+u.GetNamespace()+"/"+u.GetName())
 		}
 		if err := r.waitGone(ctx, wait, r.o.ProviderTimeout, "PROVIDER_DELETE_TIMEOUT"); err != nil {
@@ -772,6 +831,12 @@ func (r *run) removeHost(ctx context.Context) error {
 		if err := r.forgetManagement(); err != nil {
 			return err
 		}
+	case r.goesWithCloud() && !r.hostGone:
+		// The sweep finished and the cluster still answers: the sweep did
+		// not find it (other tags, another region or account).
+		r.sum.Left = append(r.sum.Left, "the management cluster (context "+r.host.Context+"): it still answers after the cloud sweep")
+		r.sum.Next = "check that the sweep's targets name the management cluster (environments." + r.o.Environment + ".mgmt-cluster and its sweep settings), then rerun `krops-sweep " + r.o.Environment + "`"
+		return fmt.Errorf("%w: the management cluster still answers through context %s after the cloud sweep; its context is kept", ErrLeft, r.host.Context)
 	case r.o.Policy.HostRemoval == sdk.RemoveManually:
 		r.sum.Left = append(r.sum.Left, "the management cluster: "+r.o.Policy.Manual)
 	}
@@ -786,13 +851,13 @@ func (r *run) forgetManagement() error {
 		if !h.Management {
 			continue
 		}
-		if has, err := kubecfg.HasContext(h.Kubeconfig, h.Context); err != nil || !has {
+		if has, err := kubecfg.HasContext(h.Path, h.Context); err != nil || !has {
 			return err
 		}
-		if err := kubecfg.Remove(h.Kubeconfig, h.Context); err != nil {
-			return fmt.Errorf("the management cluster is gone, but removing its context %s from %s failed: %w", h.Context, h.Kubeconfig, err)
+		if err := kubecfg.Remove(h.Path, h.Context); err != nil {
+			return fmt.Errorf("the management cluster is gone, but removing its context %s from %s failed: %w", h.Context, h.Path, err)
 		}
-		r.sum.Deleted = append(r.sum.Deleted, "context "+h.Context+" in "+h.Kubeconfig)
+		r.sum.Deleted = append(r.sum.Deleted, "context "+h.Context+" in "+h.Path)
 	}
 	return nil
 }
@@ -812,54 +877,26 @@ func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name
 	return false, &UnknownError{What: fmt.Sprintf("deleting %s %s/%s", gvr.Resource, ns, name), Err: err}
 }
 
-type target struct {
-	gvr            schema.GroupVersionResource
-	ns, name, kind string
-	// dyn is the cluster the object is on; nil is the host.
-	dyn dynamic.Interface
-}
-
-func (t target) String() string { return t.kind + " " + t.ns + "/" + t.name }
-
-// waitGone watches each target until a NotFound or a Deleted event
-// confirms it absent, printing phases as they change.
-func (r *run) waitGone(ctx context.Context, targets []target, timeout time.Duration, knob string) error {
-	if len(targets) == 0 {
+// waitGone waits until the API server confirms each target gone, printing
+// the wait's progress as it changes. What is still there goes into the
+// summary's Left; a timeout is unknown state named with its knob.
+func (r *run) waitGone(ctx context.Context, targets []kubewait.Target, timeout time.Duration, knob string) error {
+	left, err := kubewait.Gone(ctx, kubewait.Options{Client: r.dyn, Timeout: timeout, Report: func(line string) { r.o.Progress.Infof("%s", line) }}, targets...)
+	if err == nil {
 		return nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	errs := make([]error, len(targets))
-	done := make(chan int, len(targets))
-	for i, t := range targets {
-		go func() {
-			errs[i] = r.waitOne(wctx, t)
-			done <- i
-		}()
+	var names []string
+	for _, s := range left {
+		names = append(names, s.Target.String())
 	}
-	for range targets {
-		<-done
-	}
-	var left []string
-	for i, err := range errs {
-		if err != nil {
-			left = append(left, targets[i].String())
-		}
-	}
-	if len(left) == 0 {
-		return nil
-	}
-	r.sum.Left = append(r.sum.Left, left...)
+	r.sum.Left = append(r.sum.Left, names...)
 	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted while waiting for %s to go: %w", strings.Join(left, ", "), ctx.Err())
+		return fmt.Errorf("interrupted while waiting for %s to go: %w", strings.Join(names, ", "), ctx.Err())
 	}
-	for _, err := range errs {
-		var ue *UnknownError
-		if errors.As(err, &ue) {
-			return err
-		}
+	if errors.Is(err, kubewait.ErrTimeout) {
+		return &UnknownError{What: "deleting " + strings.Join(names, ", "), Err: &timeoutError{left: names, timeout: timeout, knob: knob}}
 	}
-	return &UnknownError{What: "deleting " + strings.Join(left, ", "), Err: &timeoutError{left: left, timeout: timeout, knob: knob}}
+	return &UnknownError{What: "watching " + strings.Join(names, ", "), Err: err}
 }
 
 // timeoutError: a deletion was accepted but not confirmed in time.
@@ -871,47 +908,6 @@ type timeoutError struct {
 
 func (e *timeoutError) Error() string {
 	return fmt.Sprintf("%s still there after %s (%s)", strings.Join(e.left, ", "), e.timeout, e.knob)
-}
-
-func (r *run) waitOne(ctx context.Context, t target) error {
-	dyn := t.dyn
-	if dyn == nil {
-		dyn = r.dyn
-	}
-	ri := dyn.Resource(t.gvr).Namespace(t.ns)
-	sel := "metadata.name=" + t.name
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = sel
-			return ri.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = sel
-			return ri.Watch(ctx, opts)
-		},
-	}
-	last := ""
-	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, func(store cache.Store) (bool, error) {
-		return len(store.List()) == 0, nil
-	}, func(ev watch.Event) (bool, error) {
-		if ev.Type == watch.Deleted {
-			return true, nil
-		}
-		if u, ok := ev.Object.(*unstructured.Unstructured); ok {
-			if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase != "" && phase != last {
-				last = phase
-				r.o.Progress.Infof("%s: %s", t, phase)
-			}
-		}
-		return false, nil
-	})
-	if err != nil && ctx.Err() == nil {
-		return &UnknownError{What: "watching " + t.String(), Err: err}
-	}
-	if err != nil {
-		return fmt.Errorf("%s: not confirmed gone", t)
-	}
-	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +12,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kropsdev/krops/tools/crds"
 	"github.com/kropsdev/krops/tools/kit/config"
-	"github.com/kropsdev/krops/tools/kit/crds"
 	"github.com/kropsdev/krops/tools/kit/imageinventory"
 )
 
@@ -345,26 +346,52 @@ func checkVersions(in *Input) Result {
 		}
 		for v, ws := range versions {
 			if !set.Covers(v) {
-				r.Problems = append(r.Problems, Problem{ws[0], fmt.Sprintf("%s %s is deployed, but its objects are checked against the CRDs of %s@%s: move the %s set in tools/kit/crds to %s, or the trees back", k, v, set.Module, set.Version, set.Name, v)})
+				r.Problems = append(r.Problems, Problem{ws[0], fmt.Sprintf("%s %s is deployed, but its objects are checked against the CRDs of %s@%s: move the %s set in tools/crds to %s, or the trees back", k, v, set.Module, set.Version, set.Name, v)})
 			}
 		}
 	}
 	pins := chartPins(in.Config)
 	for _, set := range crds.All() {
 		if v := pins[set.Chart]; set.Chart != "" && v != "" && !set.Covers(v) {
-			r.Problems = append(r.Problems, Problem{in.Config.Path + ": [charts] " + set.Chart, fmt.Sprintf("pins %s, but objects are checked against the CRDs of %s@%s: move them together (tools/kit/crds)", v, set.Module, set.Version)})
+			r.Problems = append(r.Problems, Problem{in.Config.Path + ": [charts] " + set.Chart, fmt.Sprintf("pins %s, but objects are checked against the CRDs of %s@%s: move them together (tools/crds)", v, set.Module, set.Version)})
 		}
 	}
 	return r
 }
 
-// checkNaming: teardown names follow the cluster naming rules.
+// awsTeardown is the part of an environment's table the aws provider owns
+// that this repository names by rule; read from what the plugin receives.
+type awsTeardown struct {
+	Environment struct {
+		Teardown struct {
+			AWSWorkloads []struct {
+				Region         string `json:"region"`
+				ClusterName    string `json:"cluster-name"`
+				EKSClusterName string `json:"eks-cluster-name"`
+				RDSInstance    string `json:"rds-instance"`
+			} `json:"aws-workloads"`
+			MgmtEKSClusterName string `json:"mgmt-eks-cluster-name"`
+		} `json:"teardown"`
+	} `json:"environment"`
+}
+
+// checkNaming: the aws teardown names follow this repository's cluster
+// naming rules.
 func checkNaming(in *Input) Result {
 	r := Result{Check: "teardown names follow the cluster naming"}
 	c := in.Config
 	ns := c.Bootstrap.MgmtNamespace
 	for _, name := range c.EnvironmentOrder {
-		td := c.Environments[name].Teardown
+		var fc awsTeardown
+		raw, err := c.ProviderJSON(name)
+		if err == nil {
+			err = json.Unmarshal(raw, &fc)
+		}
+		if err != nil {
+			r.Problems = append(r.Problems, Problem{fmt.Sprintf("%s: environments.%s.teardown", c.Path, name), err.Error()})
+			continue
+		}
+		td := fc.Environment.Teardown
 		for i, w := range td.AWSWorkloads {
 			where := fmt.Sprintf("%s: environments.%s.teardown.aws-workloads[%d]", c.Path, name, i)
 			if want := ns + "_" + w.ClusterName + "-control-plane"; w.EKSClusterName != want {

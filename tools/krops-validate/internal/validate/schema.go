@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kropsdev/krops/tools/kit/crds"
+	"github.com/kropsdev/krops/tools/crds"
 )
 
 // substitution matches Flux post-build variables; validation renders them

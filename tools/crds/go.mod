@@ -1,0 +1,3 @@
+module github.com/kropsdev/krops/tools/crds
+
+go 1.26.0
