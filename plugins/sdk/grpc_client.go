@@ -111,6 +111,20 @@ func marked(msg string, sentinel error) error {
 func (e markedError) Error() string        { return e.msg }
 func (e markedError) Is(target error) bool { return target == e.sentinel }
 
+// ExitCode is the krops exit code a host returns for the plugin's error
+// when nothing closer to the user decided one: a refusal is a
+// configuration problem (2), unknown state is 3 (the exit-code contract
+// holds through the plugin boundary).
+func (e markedError) ExitCode() int {
+	switch e.sentinel {
+	case ErrRefused:
+		return 2
+	case ErrUnknownState:
+		return 3
+	}
+	return 1
+}
+
 // Configure sends the environment's configuration and the values of the
 // variables the plugin declared; lookup reads the host's environment.
 func (c *Client) Configure(ctx context.Context, cfg Config, lookup func(string) (string, bool)) error {
@@ -200,7 +214,7 @@ func (c *Client) TeardownPolicy(ctx context.Context) (TeardownPolicy, error) {
 	return TeardownPolicy{
 		HostRemoval: removalFromPB[p.GetHostRemoval()], ContainerPrefix: p.GetContainerPrefix(),
 		CloudOnlySweepAllowed: p.GetCloudOnlySweepAllowed(), Manual: p.GetManual(), Notices: p.GetNotices(),
-		DeleteAllClusters: p.GetDeleteAllClusters(), RemoveLast: p.GetRemoveLast(),
+		DeleteAllClusters: p.GetDeleteAllClusters(), RemoveLast: p.GetRemoveLast(), Secrets: p.GetSecrets(),
 	}, nil
 }
 

@@ -169,7 +169,7 @@ func (s *grpcServer) TeardownPolicy(ctx context.Context, _ *pb.TeardownPolicyReq
 	return &pb.TeardownPolicyResponse{
 		HostRemoval: removalToPB[p.HostRemoval], ContainerPrefix: p.ContainerPrefix,
 		CloudOnlySweepAllowed: p.CloudOnlySweepAllowed, Manual: p.Manual, Notices: p.Notices,
-		DeleteAllClusters: p.DeleteAllClusters, RemoveLast: p.RemoveLast,
+		DeleteAllClusters: p.DeleteAllClusters, RemoveLast: p.RemoveLast, Secrets: p.Secrets,
 	}, nil
 }
 

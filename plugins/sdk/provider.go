@@ -183,6 +183,10 @@ type TeardownPolicy struct {
 	Notices               []string
 	DeleteAllClusters     bool
 	RemoveLast            []string
+	// Secrets are the Secrets ("namespace/name") the provider's Hook and
+	// PivotInputs write on the controller host: teardown deletes them after
+	// the providers that read them.
+	Secrets []string
 }
 
 // Resource is a cloud resource a provider found.

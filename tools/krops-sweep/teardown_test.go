@@ -547,6 +547,12 @@ func TestTeardownAWSAfterThePivotEndsWithTheManagementCluster(t *testing.T) {
 	s, m, proxy := newAWSSite(t)
 	s.kind.CreateYAML(t, s.ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: capi-system}\n")
 	s.kind.CreateYAML(t, s.ctx, "apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: CoreProvider\nmetadata: {name: cluster-api, namespace: capi-system}\nspec: {version: v1.14.2}\n")
+	// The controllers' credentials the pivot applied (the aws plugin's
+	// teardown policy names them): they go with the providers.
+	for _, ns := range []string{"capa-system", "ack-system"} {
+		s.kind.CreateYAML(t, s.ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
+		s.kind.CreateYAML(t, s.ctx, "apiVersion: v1\nkind: Secret\nmetadata: {name: aws-credentials, namespace: "+ns+"}\nstringData: {credentials: x}\n")
+	}
 	mgmt := s.rec.Kubeconfig(t, "krops-aws-mgmt")
 
 	var gone atomic.Bool
@@ -591,6 +597,14 @@ func TestTeardownAWSAfterThePivotEndsWithTheManagementCluster(t *testing.T) {
 	}
 	if !gone.Load() {
 		t.Fatal("the sweep never deleted the management EKS cluster")
+	}
+	for _, ns := range []string{"capa-system", "ack-system"} {
+		if index(atFirstCloudDeletion, "DELETE", "/namespaces/"+ns+"/secrets/aws-credentials") < 0 {
+			t.Errorf("Secret %s/aws-credentials was not deleted before the sweep's first deletion; writes until then:\n%s", ns, strings.Join(atFirstCloudDeletion, "\n"))
+		}
+	}
+	if !strings.Contains(r.Stdout, "Secret capa-system/aws-credentials") {
+		t.Errorf("the summary does not list the controllers' credentials as deleted:\n%s", r.Stdout)
 	}
 	if index(atFirstCloudDeletion, "DELETE", "/coreproviders/cluster-api") < 0 {
 		t.Errorf("the providers were not deleted before the sweep's first deletion; writes until then:\n%s", strings.Join(atFirstCloudDeletion, "\n"))

@@ -124,6 +124,21 @@ func Run(t *testing.T, binary string, o Options) {
 		}
 	})
 
+	if c.Description().Has(sdk.CapTeardownPolicy) {
+		t.Run("teardown policy", func(t *testing.T) {
+			pol, err := c.TeardownPolicy(ctx)
+			if err != nil {
+				t.Fatalf("TeardownPolicy: %v", err)
+			}
+			// The host deletes these by exact name: each must be one.
+			for _, s := range pol.Secrets {
+				if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+					t.Errorf("TeardownPolicy names Secret %q: want namespace/name", s)
+				}
+			}
+		})
+	}
+
 	if c.Description().Has(sdk.CapDiscover) {
 		t.Run("streaming and cancellation", func(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)

@@ -17,7 +17,7 @@ import (
 // The binaries a task may call. In these tests each is a STAND-IN script
 // that records its argv (what is tested is which command each task runs
 // with which arguments, through the real task and mise).
-var recordedBinaries = []string{"krops-kind", "krops-flux-seed", "krops-pivot", "krops-sweep", "krops-orphans", "krops-sops", "krops-validate", "krops-airgap", "krops-access"}
+var recordedBinaries = []string{"krops-kind", "krops-flux-seed", "krops-pivot", "krops-sweep", "krops-orphans", "krops-sops", "krops-validate", "krops-airgap", "krops-access", "krops-aws"}
 
 // recordingChain makes r's copy of the chain run recording stand-ins: a
 // stand-in tools/scripts/build.sh writes them into bin/, and a stand-in
@@ -68,6 +68,8 @@ func TestTasksPassTheirArgumentsToTheirBinary(t *testing.T) {
 		{[]string{r.miseBin, "-E", "aws", "run", "mgmt-kubeconfig"}, []string{"krops-access mgmt-kubeconfig"}},
 		{[]string{r.miseBin, "-E", "local-host", "run", "podinfo-port-forward", "--local-port", "8080"}, []string{"krops-access port-forward --local-port 8080"}},
 		{[]string{r.miseBin, "-E", "aws", "run", "controller-credentials"}, []string{"krops-pivot controller-credentials"}},
+		{[]string{r.miseBin, "-E", "aws", "run", "aws-bootstrap", "--dry-run"}, []string{"krops-aws bootstrap --dry-run"}},
+		{[]string{r.taskBin, "aws-credentials", "ENV=aws", "--", "--write", "/tmp/c"}, []string{"krops-aws credentials aws --write /tmp/c"}},
 		{[]string{r.miseBin, "run", "sops-keygen"}, []string{"krops-sops keygen"}},
 		{[]string{r.miseBin, "run", "sops-encrypt", "mgmt/a.sops.yaml", "mgmt/b.sops.yaml"}, []string{"krops-sops encrypt mgmt/a.sops.yaml mgmt/b.sops.yaml"}},
 		{[]string{r.miseBin, "run", "sops-decrypt", "--in-place", "mgmt/a.sops.yaml"}, []string{"krops-sops decrypt --in-place mgmt/a.sops.yaml"}},

@@ -170,10 +170,12 @@ func (p *Provider) checkedAccount(ctx context.Context) (string, error) {
 	return account, nil
 }
 
-// TeardownPolicy: the management cluster is deleted through CAPA, and a
-// cloud-only sweep (AWS_ONLY=1) is allowed as a recovery path.
+// TeardownPolicy: the management cluster is deleted through CAPA, a
+// cloud-only sweep (AWS_ONLY=1) is allowed as a recovery path, and the
+// controllers' credentials go with the controllers.
 func (p *Provider) TeardownPolicy(context.Context) (sdk.TeardownPolicy, error) {
-	return sdk.TeardownPolicy{HostRemoval: sdk.RemoveByDeletingCluster, CloudOnlySweepAllowed: true}, nil
+	return sdk.TeardownPolicy{HostRemoval: sdk.RemoveByDeletingCluster, CloudOnlySweepAllowed: true,
+		Secrets: []string{CAPANamespace + "/" + CredentialsName, ACKNamespace + "/" + CredentialsName}}, nil
 }
 
 // Preflight checks the account and, per region, the Elastic IP and VPC

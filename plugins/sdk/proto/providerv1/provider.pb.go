@@ -1094,7 +1094,12 @@ type TeardownPolicyResponse struct {
 	// management one included (hardware release).
 	DeleteAllClusters bool `protobuf:"varint,6,opt,name=delete_all_clusters,json=deleteAllClusters,proto3" json:"delete_all_clusters,omitempty"`
 	// remove_last names containers removed after everything else.
-	RemoveLast    []string `protobuf:"bytes,7,rep,name=remove_last,json=removeLast,proto3" json:"remove_last,omitempty"`
+	RemoveLast []string `protobuf:"bytes,7,rep,name=remove_last,json=removeLast,proto3" json:"remove_last,omitempty"`
+	// secrets are the Secrets ("namespace/name") the provider's hook and
+	// pivot inputs create on the controller host: teardown deletes them once
+	// the providers that read them are gone, so credentials do not outlive
+	// the controllers.
+	Secrets       []string `protobuf:"bytes,8,rep,name=secrets,proto3" json:"secrets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1174,6 +1179,13 @@ func (x *TeardownPolicyResponse) GetDeleteAllClusters() bool {
 func (x *TeardownPolicyResponse) GetRemoveLast() []string {
 	if x != nil {
 		return x.RemoveLast
+	}
+	return nil
+}
+
+func (x *TeardownPolicyResponse) GetSecrets() []string {
+	if x != nil {
+		return x.Secrets
 	}
 	return nil
 }
@@ -1742,7 +1754,7 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\x13PivotInputsResponse\x12\x1c\n" +
 	"\tmanifests\x18\x01 \x03(\fR\tmanifests\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\"\x17\n" +
-	"\x15TeardownPolicyRequest\"\xc2\x02\n" +
+	"\x15TeardownPolicyRequest\"\xdc\x02\n" +
 	"\x16TeardownPolicyResponse\x12A\n" +
 	"\fhost_removal\x18\x01 \x01(\x0e2\x1e.krops.provider.v1.HostRemovalR\vhostRemoval\x12)\n" +
 	"\x10container_prefix\x18\x02 \x01(\tR\x0fcontainerPrefix\x127\n" +
@@ -1751,7 +1763,8 @@ const file_krops_provider_v1_provider_proto_rawDesc = "" +
 	"\anotices\x18\x05 \x03(\tR\anotices\x12.\n" +
 	"\x13delete_all_clusters\x18\x06 \x01(\bR\x11deleteAllClusters\x12\x1f\n" +
 	"\vremove_last\x18\a \x03(\tR\n" +
-	"removeLast\"\xca\x02\n" +
+	"removeLast\x12\x18\n" +
+	"\asecrets\x18\b \x03(\tR\asecrets\"\xca\x02\n" +
 	"\bResource\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +

@@ -86,6 +86,13 @@ func Load(ctx context.Context, sel *cli.Selected, p Params) (*Setup, error) {
 	for _, n := range pol.Notices {
 		p.Progress.Warnf("%s", n)
 	}
+	for _, sec := range pol.Secrets {
+		// Deleted by exact name: a malformed one is the plugin's bug,
+		// refused before anything is deleted.
+		if ns, name, ok := strings.Cut(sec, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("provider %s's teardown policy names Secret %q, not namespace/name: nothing was deleted; report it to the plugin's authors", provider.Name, sec)
+		}
+	}
 	kind, err := sel.Kind()
 	if err != nil {
 		return nil, err
@@ -101,7 +108,7 @@ func Load(ctx context.Context, sel *cli.Selected, p Params) (*Setup, error) {
 		Namespace: boot.MgmtNamespace, FluxNamespace: boot.FluxNamespace, MgmtCluster: sel.Environment.MgmtCluster, KindCluster: boot.KindCluster,
 		InfraProviderName: sel.Environment.InfraProviderName,
 		Policy:            pol, CAPIWorkloads: sel.Environment.Teardown.CAPIWorkloads,
-		Secrets: []string{boot.FluxNamespace + "/" + boot.GitHubPATSecret, boot.FluxNamespace + "/" + boot.SOPSAgeSecret, "default/" + boot.SOPSAgeSecret},
+		Secrets: append([]string{boot.FluxNamespace + "/" + boot.GitHubPATSecret, boot.FluxNamespace + "/" + boot.SOPSAgeSecret, "default/" + boot.SOPSAgeSecret}, pol.Secrets...),
 		Force:   sel.Knobs.ForceKindDelete, DryRun: p.DryRun, QueryTimeout: p.QueryTimeout,
 		ClusterTimeout: sel.Knobs.ClusterDeleteTimeout, ProviderTimeout: sel.Knobs.ProviderDeleteTimeout,
 		Progress: p.Progress, Out: p.Out,
