@@ -41,7 +41,7 @@ type awsSite struct {
 func newSite(t *testing.T) *awsSite {
 	t.Helper()
 	testenv.Integration(t)
-	s := &awsSite{root: t.TempDir(), moto: testenv.Moto(t, testenv.MotoOptions{})}
+	s := &awsSite{root: t.TempDir(), moto: testenv.Moto(t, testenv.MotoOptions{KeepEnv: true})}
 	s.bin = testenv.BuildBinary(t, ".", "krops-aws")
 	s.plugins = filepath.Dir(testenv.BuildBinary(t, "../../plugins/aws", "krops-provider-aws"))
 	s.allow(t, `["`+motoAccount+`"]`)
