@@ -200,6 +200,15 @@ func (l *lifecycle) run(t testing.TB, o runOptions, argv ...string) result {
 	}()
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); _ = pw.Close(); <-read; close(done) }()
+	// A stand-in kind request that stops the test goroutine leaves this
+	// loop without the binary's exit: kill it, so nothing outlives the test.
+	finished := false
+	defer func() {
+		if !finished {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
 	r := result{}
 	for {
 		select {
@@ -219,6 +228,7 @@ func (l *lifecycle) run(t testing.TB, o runOptions, argv ...string) result {
 			}
 			r.wall = time.Since(start)
 			r.Result = testenv.Result{Stdout: out.String(), Stderr: errOut.String(), Code: cmd.ProcessState.ExitCode()}
+			finished = true
 			return r
 		}
 	}

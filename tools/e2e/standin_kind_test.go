@@ -65,6 +65,11 @@ type kindRequest struct {
 }
 
 func newStandInKind(t testing.TB) *standInKind {
+	t.Helper()
+	// Every program a create starts, checked before any binary asks for a
+	// cluster: a missing one skips (or defers) the test here rather than
+	// in the middle of a create.
+	testenv.NeedTestbin(t)
 	k := &standInKind{reqs: make(chan kindRequest), clusters: map[string]*kindCluster{}}
 	srv := httptest.NewServer(http.HandlerFunc(k.serve))
 	t.Cleanup(srv.Close)
@@ -103,8 +108,14 @@ func (k *standInKind) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
-		if err := <-req.done; err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		// The client's going away (the test killed the binary) ends the
+		// wait too: httptest's Close waits for every handler.
+		select {
+		case err := <-req.done:
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+		case <-r.Context().Done():
 		}
 	default:
 		http.Error(w, "stand-in kind: no "+r.Method+" "+r.URL.Path, http.StatusNotFound)
@@ -167,6 +178,16 @@ func (k *standInKind) nodeFile(name, path string) (string, bool) {
 // handle carries out a create or delete on the test goroutine.
 func (k *standInKind) handle(t testing.TB, req kindRequest) {
 	t.Helper()
+	// A create that stops the test goroutine (a missing testbin program
+	// skips, a failed start is fatal) still answers the binary, which would
+	// otherwise wait for the reply until the package's timeout. done has
+	// room for one answer; the normal paths send theirs first.
+	defer func() {
+		select {
+		case req.done <- fmt.Errorf("stand-in kind: the test stopped while handling %s %s", req.op, req.name):
+		default:
+		}
+	}()
 	switch req.op {
 	case http.MethodPut:
 		k.mu.Lock()

@@ -100,3 +100,23 @@ func Program(t testing.TB, envVar, name, how string) string {
 	}
 	return p
 }
+
+// NeedTestbin stops t (MissingTestbin) unless every tools/testbin program is
+// built: kube-apiserver and etcd, the Flux controllers, the Flux Operator
+// and Cluster API. A test that starts them later, from a goroutine that
+// answers another process (a stand-in's request), checks here first, so a
+// missing one stops the test before anything waits on it.
+func NeedTestbin(t testing.TB) {
+	t.Helper()
+	Integration(t)
+	for _, p := range []struct{ key, what, how string }{
+		{"KUBEBUILDER_ASSETS", "kube-apiserver and etcd", HowToGetAPIServer},
+		{"KROPS_FLUX_BIN", "the Flux controllers", HowToGetFlux},
+		{"KROPS_FLUX_OPERATOR_BIN", "the Flux Operator", HowToGetFluxOperator},
+		{"KROPS_CAPI_BIN", "the Cluster API manager", HowToGetClusterAPI},
+	} {
+		if Testbin(p.key) == "" {
+			MissingTestbin(t, p.what+" ("+p.key+")", p.how)
+		}
+	}
+}
