@@ -103,6 +103,9 @@ replace github.com/kropsdev/krops/plugins/sdk => ../../plugins/sdk
 
 replace github.com/kropsdev/krops/tools/testenv => ../testenv
 
-require github.com/kropsdev/krops/tools/crds v0.0.0
+require (
+	github.com/drone/envsubst/v2 v2.0.0-20210730161058-179042472c46
+	github.com/kropsdev/krops/tools/crds v0.0.0
+)
 
 replace github.com/kropsdev/krops/tools/crds => ../crds

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drone/envsubst/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,6 +92,28 @@ func deepCopy(t *testing.T, m map[string]any) map[string]any {
 	return out
 }
 
+// substituteDefaults expands the object's ${VAR:=default} placeholders with
+// the library kustomize-controller substitutes with, the way Flux builds them
+// when the optional sources (the krops-sync ConfigMap) are absent: every
+// variable falls back to its default. A placeholder without a default
+// becomes empty, and the CRD's validation then names it.
+func substituteDefaults(t *testing.T, o Object) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(o.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := envsubst.Eval(string(b), func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("%s: substitution: %v", o.String(), err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("%s: after substitution: %v", o.String(), err)
+	}
+	return m
+}
+
 // Every FluxInstance in the trees (the workload clusters', the air gap's,
 // the one local-host delivers through a ClusterResourceSet) is handed to the
 // real Flux Operator, one at a time, and must render: its distribution
@@ -117,7 +140,7 @@ func TestFluxInstancesRenderWithTheFluxOperator(t *testing.T) {
 			continue
 		}
 		seen[string(spec)] = true
-		u := &unstructured.Unstructured{Object: deepCopy(t, o.Raw)}
+		u := &unstructured.Unstructured{Object: substituteDefaults(t, o)}
 		if err := unstructured.SetNestedField(u.Object, false, "spec", "wait"); err != nil {
 			t.Fatal(err)
 		}
