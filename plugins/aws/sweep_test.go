@@ -53,7 +53,7 @@ func loadSweeper(t *testing.T, m *testenv.MotoServer, endpoint string) *sdk.Clie
 
 func TestSweepAgainstMoto(t *testing.T) {
 	m := testenv.Moto(t, testenv.MotoOptions{})
-	fp := awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 5, BigBucketVersions: 1300})
+	fp := awstest.Build(t, m.URL, awstest.Options{ObjectVersions: 5, BigBucketVersions: 1300, StackIAM: true})
 	proxy := testenv.NewFaultProxy(t, m.URL)
 	c := loadSweeper(t, m, proxy.URL)
 	before := discover(t, c)

@@ -554,6 +554,32 @@ func TestTeardownAWSAfterThePivotEndsWithTheManagementCluster(t *testing.T) {
 		s.kind.CreateYAML(t, s.ctx, "apiVersion: v1\nkind: Secret\nmetadata: {name: aws-credentials, namespace: "+ns+"}\nstringData: {credentials: x}\n")
 	}
 	mgmt := s.rec.Kubeconfig(t, "krops-aws-mgmt")
+	// What the pivot leaves on the management cluster: its run, which is
+	// what refuses a new bootstrap next to it.
+	s.kind.CreateRunMetadataFor(t, s.ctx, "aws-20261204t120000z", "aws")
+	// `task bootstrap ENV=aws` starts with `krops-kind preflight aws`: the
+	// real binary, against moto directly (the proxy below records the
+	// teardown's first cloud write).
+	kindBin := builds.Binary(t, "../krops-kind", "krops-kind")
+	preflight := func() testenv.Result {
+		t.Helper()
+		env := append([]string{"KUBECONFIG=" + filepath.Join(s.dir, "kind-is-gone.yaml"), "MGMT_KUBECONFIG=" + mgmt}, m.Environ("")...)
+		return testenv.RunBinary(t, s.dir, append(append([]string{}, s.env...), env...), kindBin, "preflight", "aws")
+	}
+	// The pivot check's own line is what is asserted: moto's Service
+	// Quotas does not know the Elastic IP quota, so the quota checks fail
+	// here either way (and the exit is 2 either way).
+	pivotCheck := func(r testenv.Result) string {
+		for _, l := range strings.Split(r.Stdout+r.Stderr, "\n") {
+			if strings.Contains(l, "earlier pivot") {
+				return strings.TrimSpace(l)
+			}
+		}
+		return ""
+	}
+	if r := preflight(); r.Code != 2 || !strings.HasPrefix(pivotCheck(r), "✗") || !strings.Contains(pivotCheck(r), "run aws-20261204t120000z pivoted into the management cluster behind context krops-aws-mgmt") {
+		t.Fatalf("bootstrap's preflight next to the live management cluster: exit %d, want 2 (refused)\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
 
 	var gone atomic.Bool
 	var atFirstCloudDeletion []string
@@ -625,6 +651,10 @@ func TestTeardownAWSAfterThePivotEndsWithTheManagementCluster(t *testing.T) {
 	again := s.run(t, env, "aws")
 	if again.Code != 0 || !strings.Contains(again.Stdout+again.Stderr, "already gone") {
 		t.Errorf("rerun: exit %d\n%s\n%s", again.Code, again.Stdout, again.Stderr)
+	}
+	// And a new bootstrap is no longer refused.
+	if r := preflight(); !strings.HasPrefix(pivotCheck(r), "✔ earlier pivot: none (no context krops-aws-mgmt") {
+		t.Errorf("bootstrap's preflight after the teardown: pivot check %q, want passed with no earlier pivot\n%s\n%s", pivotCheck(r), r.Stdout, r.Stderr)
 	}
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds (or reuses) every program the integration tests run, all at once:
-# kube-apiserver + etcd, the Flux controllers, the Flux Operator and the
-# Cluster API managers. They are four separate module graphs, so running them
+# kube-apiserver + etcd, the Flux controllers, the Flux Operator, the
+# Cluster API managers and CAPA's. They are five separate module graphs, so running them
 # side by side overlaps one's module downloads and single-threaded links
 # with another's compiles.
 #
@@ -22,6 +22,7 @@ builds=(
 	KROPS_FLUX_BIN:flux.sh
 	KROPS_FLUX_OPERATOR_BIN:flux-operator.sh
 	KROPS_CAPI_BIN:capi.sh
+	KROPS_CAPA_BIN:capa.sh
 )
 
 declare -A pids=()

@@ -46,8 +46,11 @@ type Cluster struct {
 	WebhookCertDir string
 	WebhookCAData  []byte
 	env            *envtest.Environment
-	stopOnce       sync.Once
-	stopErr        error
+	// crdSets are the sets installed, whose own contract labels
+	// labelContracts applies.
+	crdSets  []CRDSet
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Stop stops the API server and etcd now (t's cleanup then does nothing):
@@ -88,7 +91,7 @@ func APIServer(t testing.TB, opts ClusterOptions) *Cluster {
 		crdPaths = append(crdPaths, CRDPaths(t, set)...)
 	}
 	env, cfg := startEnvironment(t, assets, shims, crdPaths, opts.Webhooks)
-	cl := &Cluster{Config: cfg, env: env}
+	cl := &Cluster{Config: cfg, env: env, crdSets: opts.CRDs}
 	t.Cleanup(func() {
 		if err := cl.Stop(); err != nil {
 			t.Errorf("stopping kube-apiserver and etcd: %v", err)

@@ -52,11 +52,23 @@ func RunClusterAPI(t testing.TB, c *Cluster) *Controllers {
 	return ctls
 }
 
-// labelContracts marks every *.cluster.x-k8s.io CRD with the contract
-// versions it serves (cluster.x-k8s.io/<version>: <version>), as the
-// providers' released manifests do.
+// labelContracts gives every *.cluster.x-k8s.io CRD its contract labels
+// (cluster.x-k8s.io/<contract>: <api versions>), as the providers' released
+// manifests do: the ones the project's kustomization declares
+// (contractLabels), and for CRDs of a set that declares none (the core's own
+// kinds, which nothing looks up by contract) the versions they serve.
 func labelContracts(t testing.TB, ctx context.Context, c *Cluster) {
 	t.Helper()
+	declared := map[string]map[string]string{}
+	for _, set := range c.crdSets {
+		m, err := contractLabels(set)
+		if err != nil {
+			t.Fatalf("contract labels: %v", err)
+		}
+		for name, labels := range m {
+			declared[name] = labels
+		}
+	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
 	if err := c.Client.List(ctx, list); err != nil {
@@ -72,12 +84,18 @@ func labelContracts(t testing.TB, ctx context.Context, c *Cluster) {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		for _, v := range versions {
-			m, _ := v.(map[string]any)
-			name, _ := m["name"].(string)
-			if served, _ := m["served"].(bool); served && (name == "v1beta1" || name == "v1beta2") {
-				labels["cluster.x-k8s.io/"+name] = name
+		if own, ok := declared[crd.GetName()]; ok {
+			for k, v := range own {
+				labels[k] = v
+			}
+		} else {
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			for _, v := range versions {
+				m, _ := v.(map[string]any)
+				name, _ := m["name"].(string)
+				if served, _ := m["served"].(bool); served && (name == "v1beta1" || name == "v1beta2") {
+					labels["cluster.x-k8s.io/"+name] = name
+				}
 			}
 		}
 		crd.SetLabels(labels)

@@ -51,6 +51,10 @@ type Request struct {
 	Action string
 	// Mutating is true for calls that may change state.
 	Mutating bool
+	// AccessKey is the access key id the call was signed with (from the
+	// SigV4 credential), so a test can tell whose credentials a program
+	// used; empty for unsigned calls.
+	AccessKey string
 	// Params are the form parameters of query-protocol calls (EC2, IAM,
 	// RDS, STS, CloudFormation), so tests can tell which resource a call
 	// concerned.
@@ -298,6 +302,9 @@ func (p *FaultProxy) match(req Request) *Rule {
 
 var sigv4Scope = regexp.MustCompile(`Credential=[^/]+/[0-9]+/[^/]+/([^/]+)/aws4_request`)
 
+// sigv4Key is the access key id of a SigV4 Authorization header.
+var sigv4Key = regexp.MustCompile(`Credential=([^/,\s]+)/`)
+
 // readPrefixes are AWS action prefixes that never change state.
 var readPrefixes = []string{"Describe", "List", "Get", "Head", "Lookup", "Search", "Select", "Query", "Scan", "Check", "Validate", "Estimate", "Preview"}
 
@@ -307,6 +314,9 @@ func describe(r *http.Request) Request {
 	req := Request{Method: r.Method, Path: r.URL.Path, At: time.Now()}
 	if m := sigv4Scope.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
 		req.Service = m[1]
+	}
+	if m := sigv4Key.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+		req.AccessKey = m[1]
 	}
 	switch {
 	case r.Header.Get("X-Amz-Target") != "":

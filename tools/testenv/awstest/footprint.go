@@ -136,6 +136,10 @@ type Options struct {
 	// ExtraPerVPC adds that many subnets and security groups to each
 	// cluster's VPC (to size benchmarks).
 	ExtraPerVPC int
+	// StackIAM puts IAM into the bootstrap stack (a role, the managed
+	// policy attached to it, its instance profile), as clusterawsadm's
+	// stack holds, plus a role of the same naming outside the stack.
+	StackIAM bool
 }
 
 func config(t testing.TB, endpoint, region string) aws.Config {
@@ -261,9 +265,31 @@ func build(t testing.TB, endpoint string, o Options) (fp *Footprint, err error) 
 	must(ic.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("someone")}))
 	f.decoy("iam-user", "someone")
 
+	// With StackIAM the bootstrap stack holds IAM the way clusterawsadm's
+	// does: a role with a managed policy of the same stack attached, in an
+	// instance profile. Its members are ours by membership; moto's stack
+	// deletion can leave such a role (it deletes the role before
+	// detaching), so the sweep deletes what the stack left. A role of the
+	// same CAPA naming outside the stack is someone else's.
 	tmpl := `{"Resources": {"Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "krops-bootstrap-marker"}}}}`
-	must(cloudformation.NewFromConfig(north).CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("cluster-api-provider-aws-sigs-k8s-io"), TemplateBody: aws.String(tmpl)}))
+	if o.StackIAM {
+		tmpl = stackIAMTemplate
+	}
+	cf := cloudformation.NewFromConfig(north)
+	must(cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("cluster-api-provider-aws-sigs-k8s-io"), TemplateBody: aws.String(tmpl)}))
 	f.own("cloudformation-stack", "cluster-api-provider-aws-sigs-k8s-io")
+	members := must(cf.ListStackResources(ctx, &cloudformation.ListStackResourcesInput{StackName: aws.String("cluster-api-provider-aws-sigs-k8s-io")}))
+	for _, r := range members.StackResourceSummaries {
+		kind := map[string]string{"AWS::IAM::Role": "iam-role", "AWS::IAM::ManagedPolicy": "iam-policy", "AWS::IAM::InstanceProfile": "iam-instance-profile"}[aws.ToString(r.ResourceType)]
+		if kind != "" {
+			f.own(kind, aws.ToString(r.PhysicalResourceId))
+		}
+	}
+	if o.StackIAM {
+		must(ic.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String("nodes.cluster-api-provider-aws.sigs.k8s.io"),
+			AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`)}))
+		f.decoy("iam-role", "nodes.cluster-api-provider-aws.sigs.k8s.io")
+	}
 	return f, nil
 }
 
@@ -429,3 +455,14 @@ func (f *Footprint) iam(ctx context.Context, ic *iam.Client, policyDoc string) s
 	f.decoy("iam-policy", shared)
 	return shared
 }
+
+// stackIAMTemplate is the bootstrap stack with IAM members (Options.StackIAM).
+const stackIAMTemplate = `{"Resources": {
+  "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "krops-bootstrap-marker"}},
+  "ControllersPolicy": {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"ManagedPolicyName": "controllers.cluster-api-provider-aws.sigs.k8s.io",
+    "PolicyDocument": {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*"}]}}},
+  "ControllersRole": {"Type": "AWS::IAM::Role", "Properties": {"RoleName": "controllers.cluster-api-provider-aws.sigs.k8s.io",
+    "AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]},
+    "ManagedPolicyArns": [{"Ref": "ControllersPolicy"}]}},
+  "ControllersProfile": {"Type": "AWS::IAM::InstanceProfile", "Properties": {"InstanceProfileName": "controllers.cluster-api-provider-aws.sigs.k8s.io",
+    "Roles": [{"Ref": "ControllersRole"}]}}}}`

@@ -2,6 +2,7 @@ package awsprovider
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -83,4 +84,67 @@ func removeCFNStack(ctx context.Context, p *Provider, r sdk.Resource, a sweep.At
 	}
 	_, err = c.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)})
 	return classify(err, result(sweep.InProgress, "deletion accepted"))
+}
+
+// stackMembers are the IAM resources the configured CloudFormation stack
+// holds, by CloudFormation type, physical id to logical id. Membership is
+// evidence: the stack is ours by its exact configured name, and whatever it
+// created is ours with it. A member is deleted directly only after the
+// stack's own deletion has run (it waits on the stack), so it is swept when
+// the stack's deletion left it behind, which moto does with roles whose
+// policies it did not detach first, and AWS with a stack that failed to
+// delete or retained resources.
+type stackMembers map[string]map[string]string
+
+// CloudFormation types whose members the IAM scan claims.
+const (
+	cfnIAMRole            = "AWS::IAM::Role"
+	cfnIAMManagedPolicy   = "AWS::IAM::ManagedPolicy"
+	cfnIAMInstanceProfile = "AWS::IAM::InstanceProfile"
+)
+
+// scanStackMembers lists the stack's resources; none when no stack is
+// configured or it does not exist (it was never created, or its deletion
+// completed).
+func (p *Provider) scanStackMembers(ctx context.Context) (stackMembers, error) {
+	members := stackMembers{}
+	if p.s.cfnStack == "" {
+		return members, nil
+	}
+	c, err := p.c.cfn(ctx, p.s.mgmt().Region)
+	if err != nil {
+		return nil, err
+	}
+	pages := cloudformation.NewListStackResourcesPaginator(c, &cloudformation.ListStackResourcesInput{StackName: aws.String(p.s.cfnStack)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if apiCode(err) == "ValidationError" && strings.Contains(err.Error(), "does not exist") {
+			return stackMembers{}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cloudformation ListStackResources %s: %w", p.s.cfnStack, err)
+		}
+		for _, r := range page.StackResourceSummaries {
+			typ, id := aws.ToString(r.ResourceType), aws.ToString(r.PhysicalResourceId)
+			if id == "" || r.ResourceStatus == cfntypes.ResourceStatusDeleteComplete {
+				continue
+			}
+			if members[typ] == nil {
+				members[typ] = map[string]string{}
+			}
+			members[typ][id] = aws.ToString(r.LogicalResourceId)
+		}
+	}
+	return members, nil
+}
+
+// member reports whether the stack holds id as typ, with the evidence to
+// show for it and the stack to wait on.
+func (p *Provider) member(m stackMembers, typ, id string) (evidence, after string, ok bool) {
+	logical, ok := m[typ][id]
+	if !ok {
+		return "", "", false
+	}
+	return fmt.Sprintf("%s (%s) of CloudFormation stack %s, the exact name bootstrap.toml [providers.aws.teardown] cfn-stack-name gives", logical, typ, p.s.cfnStack),
+		KindCFNStack + "/" + p.s.cfnStack, true
 }

@@ -18,7 +18,8 @@ import (
 // IAM is account-wide, so nothing scopes it but evidence. Every role and
 // customer-managed policy of the account is read with its tags; a name is
 // evidence only when it is exactly one the configuration or CAPA's naming
-// derives. A name that merely begins like a target's is a suspect.
+// derives, or the resource is a member of the configured bootstrap stack
+// (cfn_stack.go). A name that merely begins like a target's is a suspect.
 
 // iamConcurrency bounds the tag reads: IAM's request rate is account-wide
 // and far lower than EC2's.
@@ -138,13 +139,22 @@ func (p *Provider) scanIAM(ctx context.Context, e *emitter) {
 		}
 		return
 	}
-	roles := p.scanRoles(ctx, c, e)
+	members, err := p.scanStackMembers(ctx)
+	if err != nil {
+		// Without the stack's members, some of ours may go unnamed: the
+		// kinds it creates are unknown rather than partly listed.
+		for _, k := range []string{KindIAMRole, KindIAMInstanceProfile, KindIAMPolicy} {
+			e.failed(k, Global, fmt.Errorf("members of CloudFormation stack %s: %w", p.s.cfnStack, err))
+		}
+		members = stackMembers{}
+	}
+	roles := p.scanRoles(ctx, c, members, e)
 	if roles != nil {
-		p.scanInstanceProfiles(ctx, c, roles, e)
+		p.scanInstanceProfiles(ctx, c, roles, members, e)
 	}
 	users := p.scanUsers(ctx, c, e)
 	if roles != nil && users != nil {
-		p.scanPolicies(ctx, c, roles, users, e)
+		p.scanPolicies(ctx, c, roles, users, members, e)
 	} else {
 		// Without every role and user, a policy's attachments cannot be
 		// weighed: the policies are unknown.
@@ -161,7 +171,7 @@ func (p *Provider) scanIAM(ctx context.Context, e *emitter) {
 // scanRoles returns the roles that are ours by name (nil when the roles
 // could not be listed); they are emitted after their instance profiles
 // are known, which they depend on.
-func (p *Provider) scanRoles(ctx context.Context, c *iam.Client, e *emitter) map[string]*sdk.Resource {
+func (p *Provider) scanRoles(ctx context.Context, c *iam.Client, members stackMembers, e *emitter) map[string]*sdk.Resource {
 	var all []iamtypes.Role
 	pages := iam.NewListRolesPaginator(c, &iam.ListRolesInput{})
 	for pages.HasMorePages() {
@@ -177,6 +187,12 @@ func (p *Provider) scanRoles(ctx context.Context, c *iam.Client, e *emitter) map
 		}
 	}
 	exact := p.s.exactRoleNames()
+	for name := range members[cfnIAMRole] {
+		if _, named := exact[name]; !named {
+			why, _, _ := p.member(members, cfnIAMRole, name)
+			exact[name] = namedBy{"", "member " + why}
+		}
+	}
 	verdicts := make([]verdict, len(all))
 	tagsOf := make([]map[string]string, len(all))
 	failed := make([]error, len(all))
@@ -200,6 +216,9 @@ func (p *Provider) scanRoles(ctx context.Context, c *iam.Client, e *emitter) map
 		}
 		v := verdicts[i]
 		res := sdk.Resource{Kind: KindIAMRole, ID: name, Region: Global, Cluster: v.cluster, CreatedAt: r.CreateDate, Tags: tagsOf[i], Evidence: v.evidence}
+		if _, stack, ok := p.member(members, cfnIAMRole, name); ok {
+			res.DependsOn = append(res.DependsOn, stack)
+		}
 		switch {
 		case v.ours:
 			ours[name] = &res
@@ -228,7 +247,7 @@ func roleTags(ctx context.Context, c *iam.Client, role string) (map[string]strin
 // scanInstanceProfiles reports the profiles that carry one of our roles: a
 // confirmed edge. The role then waits for its profile, which is emptied and
 // deleted first.
-func (p *Provider) scanInstanceProfiles(ctx context.Context, c *iam.Client, roles map[string]*sdk.Resource, e *emitter) {
+func (p *Provider) scanInstanceProfiles(ctx context.Context, c *iam.Client, roles map[string]*sdk.Resource, members stackMembers, e *emitter) {
 	pages := iam.NewListInstanceProfilesPaginator(c, &iam.ListInstanceProfilesInput{})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
@@ -243,8 +262,12 @@ func (p *Provider) scanInstanceProfiles(ctx context.Context, c *iam.Client, role
 				if !ok {
 					continue
 				}
-				e.resource(sdk.Resource{Kind: KindIAMInstanceProfile, ID: name, Region: Global, Cluster: role.Cluster, CreatedAt: ip.CreateDate,
-					Tags: iamTags(ip.Tags), Evidence: []string{"carries role " + role.ID + ", which is ours by " + strings.Join(role.Evidence, "; ")}})
+				res := sdk.Resource{Kind: KindIAMInstanceProfile, ID: name, Region: Global, Cluster: role.Cluster, CreatedAt: ip.CreateDate,
+					Tags: iamTags(ip.Tags), Evidence: []string{"carries role " + role.ID + ", which is ours by " + strings.Join(role.Evidence, "; ")}}
+				if _, stack, ok := p.member(members, cfnIAMInstanceProfile, name); ok {
+					res.DependsOn = append(res.DependsOn, stack)
+				}
+				e.resource(res)
 				role.DependsOn = append(role.DependsOn, KindIAMInstanceProfile+"/"+name)
 				break
 			}
@@ -280,7 +303,7 @@ func (p *Provider) scanUsers(ctx context.Context, c *iam.Client, e *emitter) map
 // target. Such a policy goes after the roles and users of ours it is
 // attached to (their deletion detaches it); an attachment to anything else
 // is found again at deletion time and stops it there.
-func (p *Provider) scanPolicies(ctx context.Context, c *iam.Client, roles, users map[string]*sdk.Resource, e *emitter) {
+func (p *Provider) scanPolicies(ctx context.Context, c *iam.Client, roles, users map[string]*sdk.Resource, members stackMembers, e *emitter) {
 	var all []iamtypes.Policy
 	pages := iam.NewListPoliciesPaginator(c, &iam.ListPoliciesInput{Scope: iamtypes.PolicyScopeTypeLocal})
 	for pages.HasMorePages() {
@@ -312,8 +335,18 @@ func (p *Provider) scanPolicies(ctx context.Context, c *iam.Client, roles, users
 				tags[k] = v
 			}
 		}
-		v := p.s.iamVerdict(aws.ToString(all[i].PolicyName), tags, nil)
+		// A stack member is named by its ARN (the physical id
+		// CloudFormation gives a managed policy).
+		var exact map[string]namedBy
+		why, stack, member := p.member(members, cfnIAMManagedPolicy, aws.ToString(arn))
+		if member {
+			exact = map[string]namedBy{aws.ToString(all[i].PolicyName): {"", "member " + why}}
+		}
+		v := p.s.iamVerdict(aws.ToString(all[i].PolicyName), tags, exact)
 		results[i] = found{v: v, tags: tags}
+		if member {
+			results[i].deps = append(results[i].deps, stack)
+		}
 		if !v.ours {
 			return
 		}
