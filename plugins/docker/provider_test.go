@@ -224,3 +224,69 @@ func TestConformance(t *testing.T) {
 		BaseEnv: base,
 	})
 }
+
+// A node image set for kind is the image of CAPD's machines too: the hook
+// hands kind flux-system/cluster-vars with the image and the Kubernetes
+// version its tag starts with, the management cluster gets the same before
+// the move, and a tag that names no version is refused at Configure.
+func TestNodeImageOverrideReachesTheClusters(t *testing.T) {
+	ctx := context.Background()
+	port, _ := registryServer(t, 0, 0)
+	for _, tc := range []struct{ image, version string }{
+		{"krops.local/kind-node:v1.37.2-ddfaa2639445", "v1.37.2"},
+		{"registry.example.com:5000/kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5", "v1.37.0"},
+	} {
+		base, _ := standIn(t, "exists=1 running=1 port="+port)
+		c := start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "0", "KROPS_KIND_NODE_IMAGE": tc.image})
+		res, err := c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := string(bytesJoin(res.Manifests))
+		for _, want := range []string{`"kind":"Namespace"`, `"name":"cluster-vars","namespace":"flux-system"`,
+			`"KROPS_NODE_IMAGE":"` + tc.image + `"`, `"KROPS_KUBERNETES_VERSION":"` + tc.version + `"`} {
+			if !strings.Contains(docs, want) {
+				t.Errorf("%s: hook manifests lack %s:\n%s", tc.image, want, docs)
+			}
+		}
+		if !strings.Contains(strings.Join(res.Messages, "\n"), "CAPD machines run "+tc.image) {
+			t.Errorf("messages %q", res.Messages)
+		}
+		in, err := c.PivotInputs(ctx, sdk.PivotInputsRequest{InToolbox: true})
+		if err != nil || string(bytesJoin(in.Manifests)) != docs {
+			t.Errorf("pivot inputs: %v\n%s\nwant the hook's:\n%s", err, bytesJoin(in.Manifests), docs)
+		}
+		if in, err := c.PivotInputs(ctx, sdk.PivotInputsRequest{Cluster: "local-workload", InToolbox: true}); err != nil || len(in.Manifests) != 0 {
+			t.Errorf("a workload cluster's endpoint request carries manifests: %v %d", err, len(in.Manifests))
+		}
+	}
+
+	// Without the override nothing is written: the tree's pinned defaults
+	// are kind's own.
+	base, _ := standIn(t, "exists=1 running=1 port="+port)
+	c := start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "0"})
+	if res, err := c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate}); err != nil || len(res.Manifests) != 0 {
+		t.Errorf("no override: %v, %d manifests", err, len(res.Manifests))
+	}
+
+	bin := sdktest.Build(t, ".", "docker")
+	c, err := sdk.Load(ctx, "docker", sdk.LoadOptions{Path: bin, BaseEnv: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Configure(ctx, sdk.Config{Environment: "local-host", Raw: []byte(config)}, func(k string) (string, bool) {
+		return map[string]string{"KROPS_KIND_NODE_IMAGE": "registry.example.com/kindest/node:latest"}[k], k == "KROPS_KIND_NODE_IMAGE"
+	})
+	if err == nil || !strings.Contains(err.Error(), `KROPS_KIND_NODE_IMAGE="registry.example.com/kindest/node:latest"`) || !strings.Contains(err.Error(), "retag") {
+		t.Errorf("a tag without a version: %v", err)
+	}
+}
+
+func bytesJoin(docs [][]byte) []byte {
+	var out []byte
+	for _, d := range docs {
+		out = append(append(out, d...), '\n')
+	}
+	return out
+}

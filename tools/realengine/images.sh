@@ -175,3 +175,87 @@ for c in helm-controller notification-controller; do
 	timed "$image (stand-in)" controller_image "$image" "$key" "$standin/krops-standin-controller" \
 		"krops-standin-controller: answers $c's probes, reconciles nothing" "--stands-in-for=$c"
 done
+
+# Cluster API v<capi> as the local-host tree runs it: the core, kubeadm
+# bootstrap and kubeadm control plane managers and CAPD, the programs the
+# testbin builds from one module graph (tools/testbin/capi.sh), laid out as
+# upstream's images are (/manager; the core and kubeadm images run as
+# 65532, CAPD as root for the engine's socket), under the names the
+# providers' release manifests give them.
+capi_dir="$("$root/tools/testbin/capi.sh" | tail -1)"
+capi_version="$(basename "$capi_dir")"
+capi_version="${capi_version#cluster-api-}"
+for m in cluster-api-controller:capi-manager:65532 kubeadm-bootstrap-controller:kubeadm-bootstrap-manager:65532 \
+	kubeadm-control-plane-controller:kubeadm-control-plane-manager:65532 capd-manager:capd-manager:0; do
+	IFS=: read -r name program user <<<"$m"
+	[[ -x "$capi_dir/$program" ]] || { echo "realengine: tools/testbin/capi.sh left no $program in $capi_dir" >&2; exit 1; }
+	image="registry.k8s.io/cluster-api/$name:$capi_version"
+	key="$name $capi_version ($script_key)"
+	current "$image" "$key" && continue
+	capi_image() {
+		local work="$cache/capi.tmp"
+		rm -rf "$work" && mkdir -p "$work/fs/tmp"
+		cp "$capi_dir/$program" "$work/fs/manager"
+		assemble "$image" "$work/fs" "$key" "USER $user:$user" 'WORKDIR /' 'ENTRYPOINT ["/manager"]'
+		rm -rf "$work"
+	}
+	timed "$image" capi_image
+done
+
+# CAPD's load balancer: kindest/haproxy at the tag CAPD v<capi> defaults to
+# (test/infrastructure/docker/internal/loadbalancer/const.go). STAND-IN:
+# Debian's haproxy package on the lane's Debian base, with the layout CAPD
+# relies on: haproxy on PATH, the configuration it rewrites at
+# /usr/local/etc/haproxy/haproxy.cfg (then signals SIGHUP to the master),
+# and a starting configuration that loads with no backend yet.
+capd_dir="$(moddir "$root/tools/testbin/capi" sigs.k8s.io/cluster-api/test)"
+lb_tag="$(sed -n 's/^[[:space:]]*DefaultImageTag = "\(.*\)"/\1/p' "$capd_dir/infrastructure/docker/internal/loadbalancer/const.go")"
+[[ -n "$lb_tag" ]] || { echo "realengine: no DefaultImageTag in CAPD's loadbalancer/const.go under $capd_dir" >&2; exit 1; }
+base_tag="$(docker images --format '{{.Repository}}:{{.Tag}}' krops.local/realengine-base | head -1)"
+[[ -n "$base_tag" ]] || { echo "realengine: no krops.local/realengine-base image: run tools/realengine/nodeimage.sh first" >&2; exit 1; }
+lb_image="kindest/haproxy:$lb_tag"
+key="haproxy $lb_tag on $base_tag, descriptors $(ulimit -Hn) ($script_key)"
+haproxy_image() {
+	local work="$cache/haproxy.tmp"
+	rm -rf "$work" && mkdir -p "$work"
+	cat >"$work/haproxy.cfg" <<'CFG'
+# Replaced by CAPD once the cluster's control plane machines exist.
+global
+  log stdout format raw local0
+  maxconn 100000
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 30m
+  timeout server 30m
+frontend control-plane
+  bind *:6443
+  default_backend kube-apiservers
+backend kube-apiservers
+CFG
+	# THIS MACHINE'S WORKAROUND, when it applies: CAPD's configuration asks
+	# for maxconn 100000 (about 200k descriptors), which users' engines
+	# grant (Docker's unit sets LimitNOFILE=1048576); here dockerd inherits a
+	# hard limit of $(ulimit -Hn) it cannot raise without CAP_SYS_RESOURCE.
+	# haproxy on PATH is then a wrapper adding a file that turns
+	# strict-limits off, so haproxy lowers maxconn instead of exiting.
+	local wrap=""
+	printf '#!/bin/sh\nexec /usr/sbin/haproxy "$@" -f /usr/local/etc/haproxy/krops-vm-limits.cfg\n' >"$work/haproxy-wrapper"
+	printf '# tools/realengine/images.sh: this machine cannot grant haproxy its descriptors\nglobal\n  no strict-limits\n' >"$work/krops-vm-limits.cfg"
+	if (($(ulimit -Hn) < 200100)); then
+		wrap=$'COPY haproxy-wrapper /usr/local/sbin/haproxy\nCOPY krops-vm-limits.cfg /usr/local/etc/haproxy/krops-vm-limits.cfg\nRUN chmod 755 /usr/local/sbin/haproxy'
+	fi
+	cat >"$work/Dockerfile" <<DF
+FROM $base_tag
+RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends haproxy && rm -rf /var/lib/apt/lists/*
+COPY haproxy.cfg /usr/local/etc/haproxy/haproxy.cfg
+$wrap
+LABEL krops.dev/workaround-no-strict-limits="$([[ -n "$wrap" ]] && echo true || echo false)"
+STOPSIGNAL SIGUSR1
+ENTRYPOINT ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]
+LABEL krops.dev/built-by="$1" krops.dev/stand-in="Debian's haproxy for CAPD's load balancer, not kindest/haproxy"
+DF
+	DOCKER_BUILDKIT=0 docker build -q -t "$lb_image" "$work" >/dev/null
+	rm -rf "$work"
+}
+current "$lb_image" "$key" || timed "$lb_image (stand-in)" haproxy_image "$key"

@@ -56,6 +56,9 @@ type settings struct {
 	toolbox         bool
 	containerHost   string
 	engineEnv       []string
+	// nodeImage overrides kind's pinned node image for CAPD's machines
+	// too; nodeKubernetes is its Kubernetes version.
+	nodeImage, nodeKubernetes string
 }
 
 // New returns the provider.
@@ -75,7 +78,7 @@ func New(version string, o Options) *Provider {
 // env lists the variables the provider needs from the host.
 var env = []string{
 	"CONTAINER_ENGINE", "ENGINE_SOCK", "KROPS_TOOLBOX", "CONTAINER_HOST", "DOCKER_HOST",
-	"REGISTRY_PORT", "KROPS_REGISTRY_NAME", "REGISTRY_READY_RETRIES",
+	"REGISTRY_PORT", "KROPS_REGISTRY_NAME", "REGISTRY_READY_RETRIES", nodeImageVariable,
 }
 
 // Describe declares the provider.
@@ -129,6 +132,13 @@ func (p *Provider) Configure(_ context.Context, cfg sdk.Config) error {
 	}
 	if s.containerPrefix == "" {
 		s.containerPrefix = s.mgmtCluster
+	}
+	if v := strings.TrimSpace(cfg.Env[nodeImageVariable]); v != "" {
+		k, err := kubernetesVersionOf(v)
+		if err != nil {
+			return err
+		}
+		s.nodeImage, s.nodeKubernetes = v, k
 	}
 	if v := cfg.Env["REGISTRY_PORT"]; v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -198,10 +208,14 @@ func (p *Provider) Hook(ctx context.Context, req sdk.HookRequest) (sdk.HookResul
 	if err := p.probeRegistry(ctx, url); err != nil {
 		return sdk.HookResult{}, err
 	}
-	return sdk.HookResult{Messages: []string{
+	vars, msgs, err := p.clusterVars()
+	if err != nil {
+		return sdk.HookResult{}, err
+	}
+	return sdk.HookResult{Messages: append([]string{
 		fmt.Sprintf("registry %s %s (%s, 127.0.0.1:%d, network %s)", p.s.registryName, action, RegistryImage, p.s.registryPort, kindNetwork),
 		"registry ready at " + url,
-	}}, nil
+	}, msgs...), Manifests: vars}, nil
 }
 
 func (p *Provider) registryURL() string {
@@ -214,10 +228,19 @@ func (p *Provider) registryURL() string {
 // PivotInputs rewrites a cluster's API endpoint (the management cluster's
 // unless the request names another) to the port its load balancer container
 // publishes on the host: the address CAPD records is only reachable from
-// inside the kind network.
+// inside the kind network. The management cluster gets the node image
+// override kind had, so the Clusters it takes over keep their machines'
+// image.
 func (p *Provider) PivotInputs(ctx context.Context, req sdk.PivotInputsRequest) (sdk.PivotInputs, error) {
+	var vars [][]byte
+	if req.Cluster == "" {
+		var err error
+		if vars, _, err = p.clusterVars(); err != nil {
+			return sdk.PivotInputs{}, err
+		}
+	}
 	if req.InToolbox || p.s.toolbox {
-		return sdk.PivotInputs{}, nil
+		return sdk.PivotInputs{Manifests: vars}, nil
 	}
 	e, err := p.engine(ctx)
 	if err != nil {
@@ -236,7 +259,7 @@ func (p *Provider) PivotInputs(ctx context.Context, req sdk.PivotInputsRequest) 
 	if err != nil {
 		return sdk.PivotInputs{}, fmt.Errorf("container %s: %w", lb, err)
 	}
-	return sdk.PivotInputs{Server: fmt.Sprintf("https://127.0.0.1:%d", port)}, nil
+	return sdk.PivotInputs{Server: fmt.Sprintf("https://127.0.0.1:%d", port), Manifests: vars}, nil
 }
 
 // publishedPort reads `<engine> port` output such as "0.0.0.0:55001" (one
