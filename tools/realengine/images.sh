@@ -26,6 +26,12 @@
 #                STAND-INS: the proxy serves neither module, so these run
 #                tools/testenv/cmd/krops-standin-controller (answers the
 #                probes, reconciles nothing).
+#   registry.k8s.io/cluster-api/{cluster-api-controller,
+#                kubeadm-bootstrap-controller,kubeadm-control-plane-controller,
+#                capd-manager}:<v>
+#                the testbin's Cluster API programs (tools/testbin/capi.sh).
+#   kindest/haproxy:<CAPD's default tag>
+#                STAND-IN: Debian's haproxy, for CAPD's load balancers.
 #
 # Every image carries a krops.dev/built-by label with this script's hash
 # and its version: a warm run with nothing changed builds nothing.

@@ -16,4 +16,4 @@ image="$(tools/realengine/nodeimage.sh | tail -1)"
 # skip passes as green).
 [[ -n "$image" ]] || { echo "e2e:real: tools/realengine/nodeimage.sh named no image" >&2; exit 1; }
 cd tools/e2e
-KROPS_KIND_NODE_IMAGE="$image" go test -race -ldflags=-w -tags realengine -count=1 -timeout 30m -v -run '^TestRealEngine' .
+KROPS_KIND_NODE_IMAGE="$image" go test -race -ldflags=-w -tags realengine -count=1 -timeout 45m -v -run '^TestRealEngine' .

@@ -40,7 +40,7 @@ func KnobTable() []Knob {
 		{"BOOTSTRAP_CONFIG", "config", "path of the configuration file", DefaultFile + " in the working directory"},
 		{"KROPS_KIND_CLUSTER", "kind-cluster", "name of the kind bootstrap cluster (overrides bootstrap.kind-cluster)", "krops-<env>"},
 		{"BOOTSTRAP_KUBECONTEXT", "kind-context", "kubeconfig context of the kind cluster (overrides bootstrap.kind-context)", "kind-<kind cluster>"},
-		{"KROPS_KIND_NODE_IMAGE", "node-image", "kind node image to run instead of the one pinned in airgap/images.txt (a private mirror's copy, or one built locally)", "the kindest/node entry of airgap/images.txt"},
+		{"KROPS_KIND_NODE_IMAGE", "node-image", "kind node image to run instead of the one pinned in airgap/images.txt (a private mirror's copy, or one built locally); local-host's CAPD machines run it too, at the Kubernetes version its tag starts with", "the kindest/node entry of airgap/images.txt"},
 		{"KROPS_REGISTRY_NAME", "registry-name", "container name of the local OCI registry (overrides bootstrap.registry-name)", "krops-registry"},
 		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
 		{"REGISTRY_READY_RETRIES", "registry-ready-retries", "extra one-second attempts of the registry readiness probe", "120"},
