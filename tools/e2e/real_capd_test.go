@@ -22,9 +22,11 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/kustomize/api/krusty"
+	"github.com/drone/envsubst/v2"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kropsdev/krops/tools/kit/fluxbuild"
 )
 
 // capiProvider is one Cluster API provider as its module ships it: the
@@ -104,34 +106,22 @@ func capdLoadBalancer(t *testing.T, testModule string) string {
 	return "kindest/haproxy:" + string(m[1])
 }
 
-// clusterctlVars expands clusterctl's ${VAR:=default} and ${VAR} in a
-// provider's manifests, as `clusterctl init` does from its variables.
-var clusterctlVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:=([^}]*))?\}`)
-
+// expand substitutes ${VAR} and ${VAR:=default} with the library both
+// `clusterctl init` and Flux's kustomize-controller substitute with.
 func expand(t *testing.T, in string, vars map[string]string) string {
 	t.Helper()
-	var missing []string
-	out := clusterctlVar.ReplaceAllStringFunc(in, func(s string) string {
-		m := clusterctlVar.FindStringSubmatch(s)
-		if v, ok := vars[m[1]]; ok {
-			return v
-		}
-		if m[2] == "" {
-			missing = append(missing, m[1])
-			return s
-		}
-		return m[3]
-	})
-	if len(missing) > 0 {
-		t.Fatalf("variables without a value or default: %v", missing)
+	out, err := envsubst.Eval(in, func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("substitution: %v", err)
 	}
 	return out
 }
 
-// kustomizeBuild renders a kustomization directory to objects.
+// kustomizeBuild renders a kustomization directory to objects, as Flux
+// builds it.
 func kustomizeBuild(t *testing.T, dir string) []map[string]any {
 	t.Helper()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	res, err := fluxbuild.Build(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
