@@ -448,4 +448,10 @@ func TestNodeImageKnob(t *testing.T) {
 	if r.Code != 2 || !strings.Contains(r.Stderr, "KROPS_KIND_NODE_IMAGE=") || !strings.Contains(r.Stderr, "image reference") {
 		t.Errorf("bad node image: exit %d\n%s", r.Code, r.Stderr)
 	}
+	// CAPD's machines run the image too, at the Kubernetes version its tag
+	// starts with: the docker provider refuses a tag without one.
+	r = f.run(t, []string{"KROPS_KIND_NODE_IMAGE=krops.local/kind-node:latest"}, "preflight")
+	if out := r.Stdout + r.Stderr; r.Code != 2 || !strings.Contains(out, `KROPS_KIND_NODE_IMAGE="krops.local/kind-node:latest"`) || !strings.Contains(out, "retag") {
+		t.Errorf("a node image tag without a Kubernetes version: exit %d, want 2 naming it\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
 }
