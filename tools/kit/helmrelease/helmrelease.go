@@ -95,7 +95,7 @@ func Ensure(ctx context.Context, ch Chart, r Release) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("reading release %s: %w", name, err)
 	}
-	if rel, ok := existing.(*releasev1.Release); ok && rel.Info != nil && rel.Info.Status == "deployed" && rel.Chart != nil && rel.Chart.Metadata != nil && rel.Chart.Metadata.Version == ch.Version {
+	if rel, ok := existing.(*releasev1.Release); ok && rel.Info != nil && rel.Info.Status == "deployed" && rel.Chart != nil && rel.Chart.Metadata != nil && SameVersion(rel.Chart.Metadata.Version, ch.Version) {
 		return false, nil
 	}
 
@@ -137,6 +137,14 @@ func Ensure(ctx context.Context, ch Chart, r Release) (bool, error) {
 		return false, fmt.Errorf("upgrading release %s to chart %s: %w", name, ch, err)
 	}
 	return true, nil
+}
+
+// SameVersion says whether two chart versions name the same release, with or
+// without a leading "v": charts such as cert-manager's are published as
+// v1.21.2 and pinned by Helm users (and in bootstrap.toml) as 1.21.2, and
+// Helm resolves either to the same chart.
+func SameVersion(a, b string) bool {
+	return a != "" && strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
 }
 
 // Uninstall removes a release and says whether there was one: a release
