@@ -33,7 +33,8 @@ import (
 // kustomization its release manifests are built from, and the image the
 // lane built for it (tools/realengine/images.sh).
 type capiProvider struct {
-	module, config, namespace, image string
+	// metadata is the path of the release's metadata.yaml.
+	module, config, metadata, namespace, image string
 }
 
 // capiLane is the Cluster API the lane runs on kind: the providers the
@@ -70,11 +71,14 @@ func newCAPILane(t *testing.T) *capiLane {
 	}
 	l := &capiLane{version: version}
 	image := func(name string) string { return "registry.k8s.io/cluster-api/" + name + ":" + version }
+	// CAPD is released with the core (its infrastructure-components-
+	// development.yaml), under the repository's one metadata.yaml.
+	meta := filepath.Join(dirs["sigs.k8s.io/cluster-api"], "metadata.yaml")
 	l.providers = []capiProvider{
-		{dirs["sigs.k8s.io/cluster-api"], "core/config/default", "capi-system", image("cluster-api-controller")},
-		{dirs["sigs.k8s.io/cluster-api"], "bootstrap/kubeadm/config/default", "capi-kubeadm-bootstrap-system", image("kubeadm-bootstrap-controller")},
-		{dirs["sigs.k8s.io/cluster-api"], "controlplane/kubeadm/config/default", "capi-kubeadm-control-plane-system", image("kubeadm-control-plane-controller")},
-		{dirs["sigs.k8s.io/cluster-api/test"], "infrastructure/docker/config/default", "capd-system", image("capd-manager")},
+		{dirs["sigs.k8s.io/cluster-api"], "core/config/default", meta, "capi-system", image("cluster-api-controller")},
+		{dirs["sigs.k8s.io/cluster-api"], "bootstrap/kubeadm/config/default", meta, "capi-kubeadm-bootstrap-system", image("kubeadm-bootstrap-controller")},
+		{dirs["sigs.k8s.io/cluster-api"], "controlplane/kubeadm/config/default", meta, "capi-kubeadm-control-plane-system", image("kubeadm-control-plane-controller")},
+		{dirs["sigs.k8s.io/cluster-api/test"], "infrastructure/docker/config/default", meta, "capd-system", image("capd-manager")},
 	}
 	for _, img := range append(l.images(), capdLoadBalancer(t, dirs["sigs.k8s.io/cluster-api/test"])) {
 		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {

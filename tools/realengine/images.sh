@@ -32,6 +32,18 @@
 #                the testbin's Cluster API programs (tools/testbin/capi.sh).
 #   kindest/haproxy:<CAPD's default tag>
 #                STAND-IN: Debian's haproxy, for CAPD's load balancers.
+#   registry.k8s.io/capi-operator/cluster-api-operator:<v>
+#                the Cluster API operator's manager at the version
+#                bootstrap.toml [charts] capi-operator pins, built from its
+#                module (tools/realengine/capioperator/go.mod), laid out as
+#                its Dockerfile does (/manager, user 65532).
+#   quay.io/jetstack/cert-manager-{controller,webhook,cainjector,
+#                startupapicheck}:v<bootstrap.toml [charts] cert-manager>
+#                STAND-INS: the proxy serves cert-manager's library module
+#                (its chart) but not its programs' modules, so these run
+#                tools/testenv/cmd/krops-standin-certmanager, which issues
+#                certificates and injects CAs for real (user 65532, as the
+#                chart's runAsNonRoot needs a numeric user).
 #
 # Every image carries a krops.dev/built-by label with this script's hash
 # and its version: a warm run with nothing changed builds nothing.
@@ -206,6 +218,69 @@ for m in cluster-api-controller:capi-manager:65532 kubeadm-bootstrap-controller:
 		rm -rf "$work"
 	}
 	timed "$image" capi_image
+done
+
+# chartpin <name>: the version bootstrap.toml [charts] pins for a chart.
+chartpin() {
+	local v
+	v="$(awk -v n="$1" '/^\[/ {sec = $0} sec == "[charts]" && $1 == n && $2 == "=" {gsub(/"/, "", $3); print $3; exit}' "$root/bootstrap.toml")"
+	[[ -n "$v" ]] || { echo "realengine: bootstrap.toml [charts] pins no $1" >&2; return 1; }
+	printf '%s\n' "$v"
+}
+
+# The Cluster API operator, at the chart's version (its chart's appVersion
+# is its image tag).
+capiop_dir="$here/capioperator"
+capiop_version="$(chartpin capi-operator)"
+capiop_version="v${capiop_version#v}"
+have="$(modversion "$capiop_dir" sigs.k8s.io/cluster-api-operator)"
+if [[ "$have" != "$capiop_version" ]]; then
+	echo "realengine: bootstrap.toml [charts] capi-operator is $capiop_version; tools/realengine/capioperator/go.mod pins $have: pin $capiop_version there" >&2
+	exit 1
+fi
+image="registry.k8s.io/capi-operator/cluster-api-operator:$capiop_version"
+key="cluster-api-operator $capiop_version ($script_key)"
+if ! current "$image" "$key"; then
+	bin="$cache/bin/cluster-api-operator-$capiop_version"
+	if [[ ! -x "$bin/manager" ]]; then
+		rm -rf "$bin.tmp" && mkdir -p "$bin.tmp"
+		timed "cluster-api-operator $capiop_version (program)" sh -c 'cd "$1" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$2/manager" sigs.k8s.io/cluster-api-operator/cmd' \
+			_ "$capiop_dir" "$bin.tmp"
+		mv "$bin.tmp" "$bin"
+	fi
+	capiop_image() {
+		local work="$cache/capiop.tmp"
+		rm -rf "$work" && mkdir -p "$work/fs/tmp"
+		cp "$bin/manager" "$work/fs/manager"
+		assemble "$image" "$work/fs" "$key" 'USER 65532:65532' 'WORKDIR /' 'ENTRYPOINT ["/manager"]'
+		rm -rf "$work"
+	}
+	timed "$image" capiop_image
+fi
+
+# cert-manager's four programs, at the chart's version: STAND-INS (above).
+cm_version="$(chartpin cert-manager)"
+cm_version="v${cm_version#v}"
+cm_standin="$cache/bin/krops-standin-certmanager-$script_key"
+for role in controller webhook cainjector startupapicheck; do
+	image="quay.io/jetstack/cert-manager-$role:$cm_version"
+	key="stand-in cert-manager-$role $cm_version ($script_key)"
+	current "$image" "$key" && continue
+	if [[ ! -x "$cm_standin/krops-standin-certmanager" ]]; then
+		rm -rf "$cm_standin.tmp" && mkdir -p "$cm_standin.tmp"
+		(cd "$root" && GOWORK= CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cm_standin.tmp/" ./tools/testenv/cmd/krops-standin-certmanager)
+		mv "$cm_standin.tmp" "$cm_standin"
+	fi
+	cm_image() {
+		local work="$cache/certmanager.tmp"
+		rm -rf "$work" && mkdir -p "$work/fs/usr/local/bin" "$work/fs/tmp"
+		cp "$cm_standin/krops-standin-certmanager" "$work/fs/usr/local/bin/"
+		assemble "$image" "$work/fs" "$key" 'USER 65532:65532' 'WORKDIR /' \
+			"ENTRYPOINT [\"/usr/local/bin/krops-standin-certmanager\", \"--stands-in-for=$role\"]" \
+			"LABEL krops.dev/stand-in=\"krops-standin-certmanager: cert-manager's $role (self-signed and CA issuers, CA injection), not quay.io/jetstack's\""
+		rm -rf "$work"
+	}
+	timed "$image (stand-in)" cm_image
 done
 
 # CAPD's load balancer: kindest/haproxy at the tag CAPD v<capi> defaults to
