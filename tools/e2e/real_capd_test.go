@@ -96,6 +96,19 @@ func (l *capiLane) images() []string {
 	return out
 }
 
+// pushToLaneRegistry pushes images to the lane's registry without their
+// registry host (registry.k8s.io/x/y:v -> localhost:5001/x/y:v), where the
+// node's [[mirrors]] for that host find them.
+func pushToLaneRegistry(t *testing.T, images []string) {
+	t.Helper()
+	for _, img := range images {
+		pushed := "localhost:5001/" + img[strings.Index(img, "/")+1:]
+		engine(t, "tag", img, pushed)
+		engine(t, "push", pushed)
+		_ = exec.Command("docker", "rmi", pushed).Run()
+	}
+}
+
 // capdLoadBalancer is the haproxy image CAPD starts for each cluster.
 func capdLoadBalancer(t *testing.T, testModule string) string {
 	t.Helper()
@@ -394,12 +407,7 @@ func TestRealEngineCAPDBuildsTheManagementCluster(t *testing.T) {
 	}
 	vars["KROPS_ENVIRONMENT"] = "local-host"
 
-	for _, img := range l.images() {
-		pushed := "localhost:5001/" + strings.TrimPrefix(img, "registry.k8s.io/")
-		engine(t, "tag", img, pushed)
-		engine(t, "push", pushed)
-		_ = exec.Command("docker", "rmi", pushed).Run()
-	}
+	pushToLaneRegistry(t, l.images())
 	dir := t.TempDir()
 	providers := filepath.Join(dir, "providers.yaml")
 	if err := os.WriteFile(providers, []byte(l.manifests(t)), 0o644); err != nil {

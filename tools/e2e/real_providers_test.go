@@ -20,13 +20,13 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/registry"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kropsdev/krops/tools/kit/fluxbuild"
 	"github.com/kropsdev/krops/tools/kit/helmrelease"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
+	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
 // quayMirror sends the node's pulls of quay.io (cert-manager's images) to
@@ -79,24 +79,7 @@ func moduleAt(t *testing.T, module, version string) string {
 //     (registry.k8s.io/capi-operator/cluster-api-operator:v<pin>).
 func laneCharts(t *testing.T, repo, host string) (certManager, operator helmrelease.Chart) {
 	t.Helper()
-	push := func(ch *chart.Chart) {
-		dir := t.TempDir()
-		path, err := chartutil.Save(ch, dir)
-		if err != nil {
-			t.Fatalf("packaging chart %s: %v", ch.Name(), err)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(filepath.Join(dir, "none.json")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rc.Push(data, host+"/charts/"+ch.Name()+":"+ch.Metadata.Version); err != nil {
-			t.Fatalf("pushing chart %s: %v", ch.Name(), err)
-		}
-	}
+	push := func(ch *chart.Chart) { seedtest.PushChart(t, host, ch) }
 	repository := "oci://" + host + "/charts"
 
 	cmPin := chartPin(t, repo, "cert-manager")
@@ -360,12 +343,7 @@ func TestRealEngineProvidersThroughTheOperator(t *testing.T) {
 	phases["kind"] = took
 	// The node pulls every image through its registry.k8s.io and quay.io
 	// mirrors from the local registry.
-	for _, img := range append(l.images(), extra...) {
-		pushed := "localhost:5001/" + img[strings.Index(img, "/")+1:]
-		engine(t, "tag", img, pushed)
-		engine(t, "push", pushed)
-		_ = exec.Command("docker", "rmi", pushed).Run()
-	}
+	pushToLaneRegistry(t, append(l.images(), extra...))
 	for k, v := range operatorProviders(t, r, l, kubectl) {
 		phases[k] = v
 	}

@@ -93,10 +93,18 @@ func PushOperatorChart(t testing.TB, host string, c OperatorChart) string {
 	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "flux-operator", Version: c.Version, AppVersion: testenv.FluxOperator.Version,
 		Annotations: map[string]string{"krops.dev/stand-in": "flux-operator " + testenv.FluxOperator.Version + " install manifests under chart version " + c.Version}},
 		Templates: templates, Files: crds}
+	return PushChart(t, host, ch)
+}
+
+// PushChart packages ch and pushes it over plain HTTP to the OCI registry
+// at host as <host>/charts/<name>:<version>, and returns the repository
+// (oci://<host>/charts) krops's Helm code installs it from.
+func PushChart(t testing.TB, host string, ch *chart.Chart) string {
+	t.Helper()
 	dir := t.TempDir()
 	path, err := chartutil.Save(ch, dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("packaging chart %s: %v", ch.Name(), err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -106,8 +114,8 @@ func PushOperatorChart(t testing.TB, host string, c OperatorChart) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rc.Push(data, host+"/charts/flux-operator:"+c.Version); err != nil {
-		t.Fatal(err)
+	if _, err := rc.Push(data, host+"/charts/"+ch.Name()+":"+ch.Metadata.Version); err != nil {
+		t.Fatalf("pushing chart %s: %v", ch.Name(), err)
 	}
 	return "oci://" + host + "/charts"
 }
