@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -258,13 +260,44 @@ func (c *Client) Discover(ctx context.Context, fn func(DiscoverEvent) error) err
 	}
 }
 
-// Sweep streams the sweep of req.Scope to fn.
+// SweepStopGrace is how long Sweep waits, once its context ends, for the
+// plugin to stop and end the stream before cutting it off. A plugin built
+// with this SDK stops at once; one that ignores SIGINT keeps sweeping for
+// this long, and everything it reports in that time still reaches fn.
+const SweepStopGrace = 5 * time.Second
+
+// Sweep streams the sweep of req.Scope to fn. When ctx ends, Sweep does
+// not cut the stream: it asks the plugin to stop (SIGINT, which Serve turns
+// into cancelling the sweep's context) and goes on reading until the
+// stream ends, so every event the plugin sent before it stopped reaches fn.
+// Cancelling the RPC instead drops the events still on the wire, and a
+// deletion the plugin announced just before the interrupt would never be
+// reported as in flight. The stream is cut after SweepStopGrace, or at once
+// when the plugin cannot be signalled (no process id, or a platform
+// without SIGINT).
 func (c *Client) Sweep(ctx context.Context, req SweepRequest, fn func(SweepEvent) error) error {
 	if err := c.need(CapSweep); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	streamCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	finished := make(chan struct{})
+	defer close(finished)
+	stopWatching := context.AfterFunc(ctx, func() {
+		if !c.interrupt() {
+			cancel()
+			return
+		}
+		t := time.NewTimer(SweepStopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-finished:
+		}
+	})
+	defer stopWatching()
+	ctx = streamCtx
 	in := &pb.SweepRequest{DryRun: req.DryRun, MaxIdlePasses: uint32(req.MaxIdlePasses)}
 	for _, r := range req.Scope {
 		in.Scope = append(in.Scope, resourceToPB(r))
@@ -285,6 +318,18 @@ func (c *Client) Sweep(ctx context.Context, req SweepRequest, fn func(SweepEvent
 			return err
 		}
 	}
+}
+
+// interrupt sends the plugin SIGINT, reporting whether it was delivered.
+func (c *Client) interrupt() bool {
+	if c.pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(c.pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(os.Interrupt) == nil
 }
 
 // PID is the plugin process id (0 when reattached to a debugged plugin).

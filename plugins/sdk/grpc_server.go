@@ -20,6 +20,9 @@ type grpcServer struct {
 	impl    Provider
 	desc    Description
 	version int
+	// intr stops sweeps gracefully on SIGINT (see interrupts); nil in
+	// servers not started by Serve.
+	intr *interrupts
 }
 
 func newGRPCServer(impl Provider, version int) (*grpcServer, error) {
@@ -204,7 +207,9 @@ func (s *grpcServer) Sweep(req *pb.SweepRequest, stream pb.Provider_SweepServer)
 	for _, r := range req.GetScope() {
 		in.Scope = append(in.Scope, resourceFromPB(r))
 	}
-	err := s.impl.Sweep(stream.Context(), in, func(e SweepEvent) error {
+	ctx, release := s.intr.stopOnInterrupt(stream.Context())
+	defer release()
+	err := s.impl.Sweep(ctx, in, func(e SweepEvent) error {
 		return stream.Send(&pb.SweepEvent{Resource: resourceToPB(e.Resource), State: stateToPB[e.State], Message: e.Message, Attempt: uint32(e.Attempt)})
 	})
 	return toStatus(err)

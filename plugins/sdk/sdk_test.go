@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -354,6 +355,40 @@ func TestJSONCloudExample(t *testing.T) {
 	}
 	if strings.Join(second, ",") != "skipped,skipped,skipped,skipped" {
 		t.Errorf("second sweep %v, want everything skipped as already gone", second)
+	}
+}
+
+// A host whose context ends mid-sweep stops the plugin rather than cutting
+// the stream: every deletion the plugin announced reaches the host, those
+// still on the wire when the context ended too, and so do the events the
+// plugin sends as it stops. The plugin serves the next call.
+func TestInterruptedSweepLosesNoEvent(t *testing.T) {
+	c, err := load(t, "testplugin", testPlugin(t), sdk.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scope []sdk.Resource
+	for i := range 50 {
+		scope = append(scope, sdk.Resource{Kind: "thing", ID: fmt.Sprintf("thing-%d", i)})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	count := map[sdk.SweepState]int{}
+	err = c.Sweep(ctx, sdk.SweepRequest{Scope: scope}, func(e sdk.SweepEvent) error {
+		count[e.State]++
+		if count[sdk.SweepDeleting] == 1 {
+			cancel() // the other 49 announcements are in flight or about to be
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("an interrupted sweep returned no error")
+	}
+	if count[sdk.SweepDeleting] != 50 || count[sdk.SweepFailed] != 50 {
+		t.Errorf("saw %d deletions announced and %d reported unconfirmed, want 50 and 50 (events were lost to the interrupt)", count[sdk.SweepDeleting], count[sdk.SweepFailed])
+	}
+	if _, err := c.Preflight(context.Background()); err != nil {
+		t.Errorf("the plugin did not survive the interrupt: %v", err)
 	}
 }
 

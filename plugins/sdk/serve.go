@@ -19,6 +19,7 @@ type grpcPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	impl    Provider
 	version int
+	intr    *interrupts
 }
 
 func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
@@ -26,6 +27,7 @@ func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if err != nil {
 		return err
 	}
+	srv.intr = p.intr
 	pb.RegisterProviderServer(s, srv)
 	return nil
 }
@@ -67,9 +69,10 @@ func Serve(p Provider, opts ServeOptions) {
 	if len(versions) == 0 {
 		versions = []int{ProtocolVersion}
 	}
+	intr := watchInterrupts()
 	sets := map[int]plugin.PluginSet{}
 	for _, v := range versions {
-		sets[v] = plugin.PluginSet{pluginName: &grpcPlugin{impl: p, version: v}}
+		sets[v] = plugin.PluginSet{pluginName: &grpcPlugin{impl: p, version: v, intr: intr}}
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Trace})
 	cfg := &plugin.ServeConfig{

@@ -4,13 +4,22 @@
 # `-short` runs the unit tests only: no testbin builds, no integration tests.
 #
 # A cold machine spends most of a run building the testbin programs
-# (kube-apiserver, etcd, Flux, the Flux Operator, Cluster API; about 20
-# minutes on 2 cores). They build in the background while lint and every
-# test that does not need them run; a test that needs one before it is
-# built records its package (KROPS_TESTBIN_DEFER, see testenv.MissingTestbin)
-# and skips, and each recorded package runs again, whole, once the builds are
-# done. On a warm machine the builds take no time and nothing is deferred.
-# Under CI=true a dependency still missing in that second run fails it.
+# (kube-apiserver, etcd, Flux, the Flux Operator, Cluster API, CAPA). They
+# build in the background while every test that does not need them runs; a
+# test that needs one before it is built records itself (KROPS_TESTBIN_DEFER,
+# see testenv.MissingTestbin) and skips, and the recorded tests run again
+# once the builds are done. A test that starts after a build finished finds
+# its program through the cache's pointer file and runs at once. On a warm
+# machine the builds take no time and nothing is deferred. Under CI=true a
+# dependency still missing in that second run fails it.
+#
+# Lint (go mod tidy -diff, go vet, staticcheck) runs beside all of that at
+# the lowest CPU priority, and the run waits for it at the end: on 2 cores
+# a cold run is CPU-bound while the builds and the first test pass run, and
+# waits on API servers and controllers afterwards, so lint's own CPU (type
+# checking every package and dependency twice over) goes into that slack
+# instead of before the tests. It compiles with -race, so whatever it needs
+# compiled is mostly in the cache already when its turn comes.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -21,19 +30,31 @@ staticcheck_version="${STATICCHECK_VERSION:-v0.8.2}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/krops-test.XXXXXX")"
 declare -a phases=()
 testbin_pid=""
+lint_pid=""
 run_start=$SECONDS
+# cpu_ticks: busy and total jiffies of every CPU since boot, from /proc/stat,
+# so each phase can say how much of the machine it kept busy (a cold run on
+# 2 cores is CPU-bound or waiting, and which one decides what to speed up).
+cpu_ticks() {
+	awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat 2>/dev/null || echo "0 0"
+}
 phase() { # phase <name> <command...>
-	local name="$1" start=$SECONDS
+	local name="$1" start=$SECONDS busy0 total0 busy1 total1 cpu="?"
 	shift
 	echo "==> $name" >&2
+	read -r busy0 total0 < <(cpu_ticks)
 	"$@"
-	phases+=("$(printf '%-58s %5ds' "$name" $((SECONDS - start)))")
+	read -r busy1 total1 < <(cpu_ticks)
+	((total1 > total0)) && cpu="$((100 * (busy1 - busy0) / (total1 - total0)))"
+	phases+=("$(printf '%-58s %5ds  cpu %3s%%' "$name" $((SECONDS - start)) "$cpu")")
 }
 finish() {
 	local rc=$?
 	[[ -n "$testbin_pid" ]] && kill -- "-$testbin_pid" 2>/dev/null || true
-	echo "--- phase timings ---" >&2
+	[[ -n "$lint_pid" ]] && kill -- "-$lint_pid" 2>/dev/null || true
+	echo "--- phase timings (cpu: the share of both cores busy, from /proc/stat) ---" >&2
 	for p in "${phases[@]}"; do echo "$p" >&2; done
+	[[ -s "$work/lint.time" ]] && printf '%-58s %5ss\n' "(lint, in the background from the start)" "$(cat "$work/lint.time")" >&2
 	printf '%-58s %5ds\n' "total" $((SECONDS - run_start)) >&2
 	if [[ -s "$work/go-test.log" ]]; then
 		echo "--- slowest test packages (wall time of each package's run) ---" >&2
@@ -66,7 +87,17 @@ if [[ -z "$short" ]]; then
 	[[ -x "$task_cache/task" ]] && export KROPS_TASK_BIN="${KROPS_TASK_BIN:-$task_cache/task}"
 fi
 
-[[ -n "$short" ]] || KROPS_LINT_GOFLAGS=-race phase "lint: go mod tidy -diff, go vet, staticcheck" tools/scripts/lint.sh "$staticcheck_version"
+if [[ -z "$short" ]]; then
+	# KROPS_LINT_GOFLAGS=-race: vet and staticcheck type-check against the
+	# very packages the race-enabled tests compile. setsid: a failed run
+	# stops it with everything under it.
+	KROPS_LINT_GOFLAGS=-race setsid nice -n 19 bash -c 's=$SECONDS rc=0
+		"$1" "$2" || rc=$?
+		echo "$((SECONDS - s))" >"$3"
+		exit "$rc"' lint tools/scripts/lint.sh "$staticcheck_version" "$work/lint.time" >"$work/lint.log" 2>&1 &
+	lint_pid=$!
+	echo "==> lint (go mod tidy -diff, go vet, staticcheck) in the background at the lowest CPU priority" >&2
+fi
 
 # One go test over the whole workspace: packages of every module build from
 # one action graph and run side by side (-p 4: most tests wait on API
@@ -114,9 +145,18 @@ wait_testbin() {
 }
 phase "testbin builds (what was left of them)" wait_testbin
 
-mapfile -t deferred < <(sort -u "$work/deferred" | sed "s|^$root/|./|")
-if ((${#deferred[@]} > 0)); then
-	phase "tests that waited for testbin (-race), ${#deferred[@]} packages" gotest "${deferred[@]}"
+# Each line is a package directory and a top-level test, tab-separated.
+# One go test runs them all: -run names every recorded test (a name that
+# also exists in another recorded package runs there too, which only adds).
+mapfile -t deferred_dirs < <(cut -f1 "$work/deferred" | sort -u | sed "s|^$root/|./|")
+mapfile -t deferred_tests < <(cut -f2 -s "$work/deferred" | sort -u)
+if ((${#deferred_dirs[@]} > 0)); then
+	if ((${#deferred_tests[@]} == 0)); then
+		echo "the deferred tests were recorded without their names: $work/deferred" >&2
+		exit 1
+	fi
+	run_re="^($(IFS='|'; echo "${deferred_tests[*]}"))\$"
+	phase "tests that waited for testbin (-race): ${#deferred_tests[@]} tests, ${#deferred_dirs[@]} packages" gotest -run "$run_re" "${deferred_dirs[@]}"
 fi
 
 # Then each benchmark once (-run '^$': no test twice), in the packages that
@@ -133,6 +173,18 @@ phase "benchmarks, each once (-race), ${#bench_pkgs[@]} packages" gotest -run '^
 # time (minutes cold) to save seconds of checking.
 phase "krops-validate (mgmt/, workload/, airgap/)" go run -race ./tools/krops-validate
 phase "krops-airgap check (airgap/zarf.yaml)" go run -race ./tools/krops-airgap check
+
+wait_lint() {
+	local rc=0
+	wait "$lint_pid" || rc=$?
+	lint_pid=""
+	cat "$work/lint.log" >&2
+	if [[ "$rc" != 0 ]]; then
+		echo "lint failed (exit $rc): the output above says where" >&2
+		return 1
+	fi
+}
+phase "lint (what was left of it)" wait_lint
 
 # The real-engine lane only when asked: the cold CI budget cannot carry it
 # (docs/testing.md).

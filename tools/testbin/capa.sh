@@ -26,7 +26,7 @@ if [[ ! -x "$dest/capa-manager" || ! -f "$dest/webhooks.yaml" ]]; then
 	src="$(moddir "$here/capa" "$module")"
 	tmp="$(mktemp -d "$dest/.build.XXXXXX")"
 	trap 'rm -rf "$tmp"' EXIT
-	(cd "$here/capa" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/capa-manager" "$module")
+	(cd "$here/capa" && CGO_ENABLED=0 go build -trimpath -gcflags "$controller_gcflags" -ldflags "-s -w" -o "$tmp/capa-manager" "$module")
 	copyfile "$src/config/webhook/manifests.yaml" "$tmp/webhooks.yaml"
 	mv "$tmp/webhooks.yaml" "$dest/webhooks.yaml"
 	mv "$tmp/capa-manager" "$dest/capa-manager"

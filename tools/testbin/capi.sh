@@ -51,7 +51,7 @@ if ! ready; then
 	# later builds reuse the first's compiled packages from the build cache.
 	for m in "${managers[@]}"; do
 		name="${m%%:*}"; rest="${m#*:}"; pkg="${rest%%:*}"; hook="${rest#*:}"
-		(cd "$here/capi" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/$name" "$pkg")
+		(cd "$here/capi" && CGO_ENABLED=0 go build -trimpath -gcflags "$controller_gcflags" -ldflags "-s -w" -o "$tmp/$name" "$pkg")
 		if [[ -n "$hook" ]]; then
 			src="$core_dir"
 			[[ "$pkg" == sigs.k8s.io/cluster-api/test/* ]] && src="$test_dir"

@@ -13,6 +13,10 @@
 # Cold: about 6 min on 2 cores; cached: 0 s.
 set -euo pipefail
 
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+
 # renovate: datasource=github-releases depName=controlplaneio-fluxcd/flux-operator
 version=v0.59.0
 module=github.com/controlplaneio-fluxcd/flux-operator
@@ -36,7 +40,7 @@ if [[ ! -x "$dest/flux-operator" || ! -d "$dest/data/flux" ]]; then
 	echo '<!-- web UI not built: tests do not use it -->' > "$work/src/web/dist/index.html"
 	(cd "$work/src" &&
 		go mod edit -replace "${authn_kubernetes%@*}=$authn_kubernetes" &&
-		CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$dest/flux-operator.tmp" ./cmd/operator)
+		CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags "$controller_gcflags" -ldflags "-s -w" -o "$dest/flux-operator.tmp" ./cmd/operator)
 	rm -rf "$dest/data"
 	cp -r "$work/src/config/data" "$dest/data"
 	mv "$dest/flux-operator.tmp" "$dest/flux-operator"

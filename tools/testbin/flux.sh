@@ -25,7 +25,7 @@ if [[ ! -x "$dest/source-controller" || ! -x "$dest/kustomize-controller" ]]; th
 	tmp="$(mktemp -d "$dest/.build.XXXXXX")"
 	# -mod=mod: the controllers' test-only dependencies are not served, so
 	# go.sum is completed by the build rather than by go mod tidy.
-	(cd "$here/flux" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$tmp/" \
+	(cd "$here/flux" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags "$controller_gcflags" -ldflags "-s -w" -o "$tmp/" \
 		github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
 	mv "$tmp/source-controller" "$tmp/kustomize-controller" "$dest/"
 	rmdir "$tmp"

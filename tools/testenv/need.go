@@ -38,12 +38,13 @@ func Missing(t testing.TB, what, how string) {
 }
 
 // MissingTestbin stops a test whose tools/testbin program (kube-apiserver,
-// the Flux controllers, the Flux Operator, Cluster API) is absent. While
-// tools/scripts/test.sh is still building them, it names a file in
-// KROPS_TESTBIN_DEFER: the test's package directory is recorded there and
-// the test skips, and the script runs every recorded package again, whole,
-// once the builds are done, without the variable, so a test that still
-// finds nothing then fails in CI. Otherwise it is Missing.
+// Flux, ...) is absent. When tools/scripts/test.sh is still building them,
+// it names a file in KROPS_TESTBIN_DEFER: the test's package directory and
+// top-level test name are recorded there, tab-separated, and the test
+// skips; the script runs each recorded test again once the builds are done,
+// without the variable, so a test that still finds nothing then fails in
+// CI. Only the recorded tests run again, not their packages whole: the
+// rest of a package passed already. Otherwise it is Missing.
 func MissingTestbin(t testing.TB, what, how string) {
 	t.Helper()
 	if file := os.Getenv("KROPS_TESTBIN_DEFER"); file != "" {
@@ -51,10 +52,11 @@ func MissingTestbin(t testing.TB, what, how string) {
 		if err != nil {
 			t.Fatalf("recording a deferred test: %v", err)
 		}
-		if err := appendLine(file, dir); err != nil {
+		top, _, _ := strings.Cut(t.Name(), "/")
+		if err := appendLine(file, dir+"\t"+top); err != nil {
 			t.Fatalf("recording a deferred test in KROPS_TESTBIN_DEFER=%s: %v", file, err)
 		}
-		t.Skipf("%s is still being built: tools/scripts/test.sh runs this package again once it is", what)
+		t.Skipf("%s is still being built: tools/scripts/test.sh runs this test again once it is", what)
 	}
 	Missing(t, what, how)
 }

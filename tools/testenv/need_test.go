@@ -32,8 +32,9 @@ func TestInCIHonoursWhatCISystemsSet(t *testing.T) {
 }
 
 // While the scripts still build the testbin programs, a test needing one
-// records its package for the rerun and skips; the record is the package's
-// directory, one line per deferral.
+// records itself for the rerun and skips; the record is the package's
+// directory and the top-level test's name (a subtest reruns its parent),
+// one line per deferral.
 func TestMissingTestbinDefersToTheRerun(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "deferred")
 	t.Setenv("KROPS_TESTBIN_DEFER", file)
@@ -47,7 +48,8 @@ func TestMissingTestbinDefersToTheRerun(t *testing.T) {
 	}
 	b, err := os.ReadFile(file)
 	wd, _ := os.Getwd()
-	if err != nil || string(b) != wd+"\n" {
-		t.Errorf("recorded %q (%v), want %q", b, err, wd+"\n")
+	want := wd + "\tTestMissingTestbinDefersToTheRerun\n"
+	if err != nil || string(b) != want {
+		t.Errorf("recorded %q (%v), want %q", b, err, want)
 	}
 }

@@ -8,7 +8,8 @@
 //	         nothing on its own (sleep 300), writes its pid to
 //	         TESTPLUGIN_PIDFILE, then serves
 //	(empty)  a provider that streams Discover until cancelled, reports the
-//	         environment it sees from Preflight, and logs at each level
+//	         environment it sees from Preflight, logs at each level, and
+//	         sweeps by announcing every deletion and waiting to be stopped
 package main
 
 import (
@@ -33,7 +34,7 @@ type provider struct {
 func (p *provider) Describe(context.Context) (sdk.Description, error) {
 	return sdk.Description{
 		Name: "testplugin", Version: "0.0.1",
-		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapDiscover},
+		Capabilities: []sdk.Capability{sdk.CapPreflight, sdk.CapDiscover, sdk.CapSweep},
 		Env:          []string{"TESTPLUGIN_DECLARED"},
 	}, nil
 }
@@ -72,6 +73,33 @@ func (p *provider) Discover(ctx context.Context, emit func(sdk.DiscoverEvent) er
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// Sweep plans a dry run; otherwise it announces the deletion of every
+// resource in scope back to back, as a plugin does before each cloud call,
+// and waits until it is stopped. Stopped, it reports each deletion as not
+// confirmed: those events can only reach the host if the stream outlives
+// the stop, which is what the host's graceful interrupt is for.
+func (p *provider) Sweep(ctx context.Context, req sdk.SweepRequest, emit func(sdk.SweepEvent) error) error {
+	state := sdk.SweepDeleting
+	if req.DryRun {
+		state = sdk.SweepPlanned
+	}
+	for _, r := range req.Scope {
+		if err := emit(sdk.SweepEvent{Resource: r, State: state}); err != nil {
+			return err
+		}
+	}
+	if req.DryRun || len(req.Scope) == 0 {
+		return nil
+	}
+	<-ctx.Done()
+	for _, r := range req.Scope {
+		if err := emit(sdk.SweepEvent{Resource: r, State: sdk.SweepFailed, Message: "stopped before the deletion was confirmed"}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 func main() {
