@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -241,18 +240,6 @@ func TestCredentialsAreWrittenOnlyWhenAsked(t *testing.T) {
 	}
 	if _, err := os.Stat(file + ".other"); err == nil {
 		t.Error("credentials of a refused account were written")
-	}
-}
-
-// The embedded template is what CAPA renders at the version
-// tools/capa-iam-template pins (its own module: it builds CAPA).
-func TestTheTemplateIsCAPAs(t *testing.T) {
-	testenv.Integration(t)
-	cmd := exec.Command("go", "run", ".", "-check", "../krops-aws/internal/iamstack/template.json")
-	cmd.Dir = "../capa-iam-template"
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
 	}
 }
 

@@ -1,3 +1,9 @@
+//go:build capa
+
+// The CAPA lane (task test:capa; docs/testing.md): building CAPA's manager
+// and running it costs more than the cold CI budget can carry beside
+// everything else, so this file compiles only with -tags capa.
+
 package main_test
 
 import (

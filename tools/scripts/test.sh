@@ -150,22 +150,42 @@ phase "testbin builds (what was left of them)" wait_testbin
 # also exists in another recorded package runs there too, which only adds).
 mapfile -t deferred_dirs < <(cut -f1 "$work/deferred" | sort -u | sed "s|^$root/|./|")
 mapfile -t deferred_tests < <(cut -f2 -s "$work/deferred" | sort -u)
-if ((${#deferred_dirs[@]} > 0)); then
-	if ((${#deferred_tests[@]} == 0)); then
-		echo "the deferred tests were recorded without their names: $work/deferred" >&2
-		exit 1
-	fi
-	run_re="^($(IFS='|'; echo "${deferred_tests[*]}"))\$"
-	phase "tests that waited for testbin (-race): ${#deferred_tests[@]} tests, ${#deferred_dirs[@]} packages" gotest -run "$run_re" "${deferred_dirs[@]}"
+if ((${#deferred_dirs[@]} > 0 && ${#deferred_tests[@]} == 0)); then
+	echo "the deferred tests were recorded without their names: $work/deferred" >&2
+	exit 1
 fi
 
 # Then each benchmark once (-run '^$': no test twice), in the packages that
 # have one, so a broken benchmark fails CI instead of waiting for `task
-# bench` (the figures come from there, without -race). The testbin programs
-# are built by now. tools/e2e's benchmark is the whole lifecycle again; its
-# test ran the same chain, phases and accounting.
+# bench` (the figures come from there, without -race). tools/e2e's
+# benchmark is the whole lifecycle again; its test ran the same chain,
+# phases and accounting. A run of -benchtime 1x measures nothing, so it
+# goes side by side with the deferred tests, which mostly wait on API
+# servers and controllers: each writes its own log, printed when both are
+# done.
 mapfile -t bench_pkgs < <(grep -rl --include='*_test.go' '^func Benchmark' "${modules[@]}" | xargs -n1 dirname | sort -u | grep -v '^tools/e2e$' | sed 's|^|./|')
-phase "benchmarks, each once (-race), ${#bench_pkgs[@]} packages" gotest -run '^$' -bench . -benchtime 1x "${bench_pkgs[@]}"
+deferred_and_benchmarks() {
+	local rc_deferred=0 rc_bench=0 pid_deferred="" pid_bench
+	if ((${#deferred_dirs[@]} > 0)); then
+		local run_re
+		run_re="^($(IFS='|'; echo "${deferred_tests[*]}"))\$"
+		echo "    ${#deferred_tests[@]} deferred tests in ${#deferred_dirs[@]} packages: ${deferred_tests[*]}" >&2
+		go test -race -ldflags=-w -count=1 -timeout 30m -p 4 -run "$run_re" "${deferred_dirs[@]}" >"$work/deferred.log" 2>&1 &
+		pid_deferred=$!
+	fi
+	go test -race -ldflags=-w -count=1 -timeout 30m -p 4 -run '^$' -bench . -benchtime 1x "${bench_pkgs[@]}" >"$work/bench.log" 2>&1 &
+	pid_bench=$!
+	[[ -z "$pid_deferred" ]] || wait "$pid_deferred" || rc_deferred=$?
+	wait "$pid_bench" || rc_bench=$?
+	if [[ -n "$pid_deferred" ]]; then
+		echo "--- the tests that waited for testbin (-race)" >&2
+		tee -a "$work/go-test.log" <"$work/deferred.log"
+	fi
+	echo "--- benchmarks, each once (-race), ${#bench_pkgs[@]} packages" >&2
+	tee -a "$work/go-test.log" <"$work/bench.log"
+	((rc_deferred == 0 && rc_bench == 0))
+}
+phase "deferred tests and benchmarks (-race), side by side" deferred_and_benchmarks
 
 # The declarative trees: kustomize builds, server-side dry run against the
 # real API server, and the cross-checks. With -race, like everything above:
@@ -185,6 +205,12 @@ wait_lint() {
 	fi
 }
 phase "lint (what was left of it)" wait_lint
+
+# The CAPA lane only when asked: its compile does not fit the cold CI budget
+# (tools/scripts/capa-lane.sh).
+if [[ "${KROPS_CAPA:-}" == 1 ]]; then
+	phase "the CAPA lane (KROPS_CAPA=1)" tools/scripts/capa-lane.sh
+fi
 
 # The real-engine lane only when asked: the cold CI budget cannot carry it
 # (docs/testing.md).

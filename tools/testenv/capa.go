@@ -10,7 +10,7 @@ import (
 )
 
 // HowToGetCAPA is the hint shown when the CAPA manager is missing.
-const HowToGetCAPA = "run `tools/task.sh testbin` once (plain `go test` then finds the binaries), or set KROPS_CAPA_BIN to the directory tools/testbin/capa.sh prints"
+const HowToGetCAPA = "run `tools/task.sh test:capa` (it builds the manager with tools/testbin/capa.sh; plain `go test -tags capa` then finds it), or set KROPS_CAPA_BIN to the directory tools/testbin/capa.sh prints"
 
 // CAPAOptions configure RunCAPA.
 type CAPAOptions struct {
