@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -430,11 +431,18 @@ func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
 // artifact from the registry over the cluster network and apply the
 // local-host tree's top Kustomization.
 //
+// Then the workload tree's Podinfo through that Flux, answering on the host
+// (podinfoThroughFlux).
+//
 // STAND-INS, named: the chart (seedtest.PushOperatorChart: the operator
 // module's manifests, v0.59.0, under chart version 0.61.0; no chart ships
 // in a Go module); helm-controller and notification-controller images
-// (tools/realengine/images.sh: the proxy serves neither module), so
-// HelmReleases stay pending and the seed runs with --no-follow. The Flux
+// (tools/realengine/images.sh: the proxy serves neither module):
+// helm-controller is krops-standin-helmcontroller, which installs
+// HelmReleases with the Helm SDK, notification-controller reconciles
+// nothing. The seed runs with --no-follow: the mgmt tree's HelmReleases
+// name chart repositories on the internet (charts.jetstack.io), which the
+// offline lane cannot reach. The Flux
 // controller images cannot carry the digests the operator pins (they are
 // built here, not pulled), so the lane imports them into the node under
 // those digests, as a registry mirror holding upstream's images would
@@ -468,6 +476,10 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	}
 	t.Logf("krops-flux-seed (Flux %s) took %v\n%s", f.version, seedTook.Round(time.Second), seed.Stderr)
 	f.checkSeeded(t, kubectl, seed.Stderr)
+	podinfo := podinfoThroughFlux(t, r, kubectl)
+	for _, what := range []string{"chart pulled", "HelmRelease Ready", "pruned"} {
+		t.Logf("podinfo through Flux: %s after %v", what, podinfo[what].Round(time.Second))
+	}
 
 	down, took := r.run(t, nil, "krops-sweep", "local-host")
 	if down.Code != 0 {
@@ -699,16 +711,8 @@ func asUser(t *testing.T, writes, enters []string) caller {
 // plays Podinfo behind a Service named like it, on Podinfo's port.
 func portForwardForReal(t *testing.T, r *realEnv) {
 	t.Helper()
-	kubeconfig, err := os.ReadFile(filepath.Join(r.home, ".kube", "config"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: local-workload-kubeconfig, namespace: default}
-data: {value: %s}
----
-apiVersion: v1
+	kindAsWorkload(t, r)
+	manifest := `apiVersion: v1
 kind: Namespace
 metadata: {name: podinfo}
 ---
@@ -727,7 +731,7 @@ apiVersion: v1
 kind: Service
 metadata: {name: podinfo, namespace: podinfo}
 spec: {selector: {app: podinfo}, ports: [{name: http, port: 9898, targetPort: http}]}
-`, base64.StdEncoding.EncodeToString(kubeconfig))
+`
 	apply := exec.Command("kubectl", "--kubeconfig", filepath.Join(r.home, ".kube", "config"), "--context", "kind-krops-local-host", "apply", "-f", "-")
 	apply.Stdin = strings.NewReader(manifest)
 	if out, err := apply.CombinedOutput(); err != nil {
@@ -736,6 +740,32 @@ spec: {selector: {app: podinfo}, ports: [{name: http, port: 9898, targetPort: ht
 	if out, err := r.kubectl(t, "-n", "podinfo", "wait", "--for=condition=Ready", "pod/podinfo-standin", "--timeout=120s"); err != nil {
 		t.Fatalf("the stand-in pod: %v\n%s", err, out)
 	}
+	forwardAndGet(t, r, "/v2/", regexp.MustCompile(`to pod podinfo/podinfo-standin port 5000 \(Service podinfo\) on cluster local-workload`))
+}
+
+// kindAsWorkload makes the lane's kind cluster play the workload cluster
+// for krops-access: its kubeconfig in the Secret Cluster API would write
+// for local-workload.
+func kindAsWorkload(t *testing.T, r *realEnv) {
+	t.Helper()
+	kubeconfig, err := os.ReadFile(filepath.Join(r.home, ".kube", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: local-workload-kubeconfig, namespace: default}\ndata: {value: %s}\n",
+		base64.StdEncoding.EncodeToString(kubeconfig))
+	apply := exec.Command("kubectl", "--kubeconfig", filepath.Join(r.home, ".kube", "config"), "--context", "kind-krops-local-host", "apply", "-f", "-")
+	apply.Stdin = strings.NewReader(secret)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("writing the local-workload kubeconfig Secret: %v\n%s", err, out)
+	}
+}
+
+// forwardAndGet runs `krops-access port-forward local-host`, GETs path
+// through the address it prints, stops it with Ctrl-C and checks its
+// report against target. It returns the response's status and body.
+func forwardAndGet(t *testing.T, r *realEnv, path string, target *regexp.Regexp) (int, string) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(r.bin, "krops-access"), "port-forward", "local-host", "--local-port", "0")
 	cmd.Dir, cmd.Env = r.home, r.env
 	stdout, err := cmd.StdoutPipe()
@@ -762,19 +792,24 @@ spec: {selector: {app: podinfo}, ports: [{name: http, port: 9898, targetPort: ht
 		_ = cmd.Wait()
 		t.Fatalf("port-forward printed no address:\n%s", stderr.String())
 	}
-	resp, err := http.Get(url + "/v2/")
+	status, body := 0, ""
+	resp, err := http.Get(url + path)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Errorf("GET %s/v2/ through the forward: %v %v\n%s", url, err, resp, stderr.String())
+		t.Errorf("GET %s%s through the forward: %v %v\n%s", url, path, err, resp, stderr.String())
 	}
 	if resp != nil {
+		status = resp.StatusCode
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		body = string(b)
 		resp.Body.Close()
 	}
 	// Ctrl-C ends it: exit 130, like any interrupted krops tool.
 	_ = cmd.Process.Signal(os.Interrupt)
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "to pod podinfo/podinfo-standin port 5000 (Service podinfo) on cluster local-workload") {
-		t.Errorf("port-forward after Ctrl-C: %v\n%s", err, stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !target.MatchString(stderr.String()) {
+		t.Errorf("port-forward after Ctrl-C: %v (want exit 130 and a report matching %q)\n%s", err, target, stderr.String())
 	}
 	t.Logf("krops-access port-forward:\n%s", stderr.String())
+	return status, body
 }

@@ -23,9 +23,12 @@
 #                (data/flux-images/<flux>/upstream-alpine.yaml), pinned in
 #                tools/realengine/flux/go.mod; user 65534 like upstream's.
 #   ghcr.io/fluxcd/helm-controller:<v>, notification-controller:<v>
-#                STAND-INS: the proxy serves neither module, so these run
-#                tools/testenv/cmd/krops-standin-controller (answers the
-#                probes, reconciles nothing).
+#                STAND-INS: the proxy serves neither module.
+#                helm-controller runs tools/testenv/cmd/
+#                krops-standin-helmcontroller, which reconciles HelmReleases
+#                with the Helm SDK from source-controller's artifacts;
+#                notification-controller runs krops-standin-controller
+#                (answers the probes, logs events, reconciles nothing).
 #   registry.k8s.io/cluster-api/{cluster-api-controller,
 #                kubeadm-bootstrap-controller,kubeadm-control-plane-controller,
 #                capd-manager}:<v>
@@ -179,12 +182,18 @@ for c in source-controller kustomize-controller; do
 	timed "$image" controller_image "$image" "$key" "$bin/$c" ""
 done
 
-standin="$cache/bin/krops-standin-controller-$script_key"
-for c in helm-controller notification-controller; do
-	want="$(pinned "$c")"
-	image="ghcr.io/fluxcd/$c:$want"
-	key="stand-in $c $want ($script_key)"
-	current "$image" "$key" && continue
+# src_key <dir>: a hash of a stand-in's Go sources, so a change to them
+# rebuilds its image even when this script is unchanged.
+src_key() { cat "$root/$1"/*.go | sha256sum | cut -c1-12; }
+
+# notification-controller: answers probes, logs the events it is sent.
+c=notification-controller
+want="$(pinned "$c")"
+image="ghcr.io/fluxcd/$c:$want"
+nc_key="$(src_key tools/testenv/cmd/krops-standin-controller)"
+key="stand-in $c $want ($script_key $nc_key)"
+if ! current "$image" "$key"; then
+	standin="$cache/bin/krops-standin-controller-$nc_key"
 	if [[ ! -x "$standin/krops-standin-controller" ]]; then
 		rm -rf "$standin.tmp" && mkdir -p "$standin.tmp"
 		(cd "$root" && GOWORK= CGO_ENABLED=0 go build -trimpath -o "$standin.tmp/" ./tools/testenv/cmd/krops-standin-controller)
@@ -192,7 +201,27 @@ for c in helm-controller notification-controller; do
 	fi
 	timed "$image (stand-in)" controller_image "$image" "$key" "$standin/krops-standin-controller" \
 		"krops-standin-controller: answers $c's probes, reconciles nothing" "--stands-in-for=$c"
-done
+fi
+
+# helm-controller: reconciles HelmReleases with the Helm SDK from
+# source-controller's artifacts (krops-standin-helmcontroller).
+c=helm-controller
+want="$(pinned "$c")"
+image="ghcr.io/fluxcd/$c:$want"
+hc_key="$(src_key tools/testenv/cmd/krops-standin-helmcontroller)"
+key="stand-in $c $want ($script_key $hc_key)"
+if ! current "$image" "$key"; then
+	standin="$cache/bin/krops-standin-helmcontroller-$hc_key"
+	if [[ ! -x "$standin/krops-standin-helmcontroller" ]]; then
+		rm -rf "$standin.tmp" && mkdir -p "$standin.tmp"
+		(cd "$root" && timed "krops-standin-helmcontroller (program)" env GOWORK= CGO_ENABLED=0 \
+			go build -trimpath -ldflags "-s -w" -o "$standin.tmp/" ./tools/testenv/cmd/krops-standin-helmcontroller)
+		mv "$standin.tmp" "$standin"
+	fi
+	timed "$image (stand-in)" controller_image "$image" "$key" "$standin/krops-standin-helmcontroller" \
+		"krops-standin-helmcontroller: reconciles HelmReleases with the Helm SDK; no drift detection, tests or remediation" \
+		"--stands-in-for=$c"
+fi
 
 # Cluster API v<capi> as the local-host tree runs it: the core, kubeadm
 # bootstrap and kubeadm control plane managers and CAPD, the programs the
@@ -340,3 +369,35 @@ DF
 	rm -rf "$work"
 }
 current "$lb_image" "$key" || timed "$lb_image (stand-in)" haproxy_image "$key"
+
+# Podinfo, the workload's application (workload/shared/podinfo): its
+# program and podcli (the chart's probes run `podcli check http`) built from
+# the module tools/realengine/podinfo/go.mod pins, laid out as its
+# Dockerfile does (/home/app/podinfo, ./ui, /usr/local/bin/podcli), under
+# the tag its chart names. STAND-IN version: see that go.mod.
+podinfo_dir="$here/podinfo"
+podinfo_module="$(moddir "$podinfo_dir" github.com/stefanprodan/podinfo)"
+podinfo_version="$(sed -n 's/^var VERSION = "\(.*\)"$/\1/p' "$podinfo_module/pkg/version/version.go")"
+[[ -n "$podinfo_version" ]] || { echo "realengine: no VERSION in $podinfo_module/pkg/version/version.go" >&2; exit 1; }
+podinfo_image() {
+	local work="$cache/podinfo.tmp" bin="$cache/bin/podinfo-$podinfo_version"
+	if [[ ! -x "$bin/podinfo" || ! -x "$bin/podcli" ]]; then
+		rm -rf "$bin.tmp" && mkdir -p "$bin.tmp"
+		(cd "$podinfo_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin.tmp/" \
+			github.com/stefanprodan/podinfo/cmd/podinfo github.com/stefanprodan/podinfo/cmd/podcli)
+		mv "$bin.tmp" "$bin"
+	fi
+	rm -rf "$work" && mkdir -p "$work/fs/home/app" "$work/fs/usr/local/bin" "$work/fs/tmp" "$work/fs/data"
+	cp "$bin/podinfo" "$work/fs/home/app/podinfo"
+	cp "$bin/podcli" "$work/fs/usr/local/bin/podcli"
+	cp -r "$podinfo_module/ui" "$work/fs/home/app/ui"
+	chmod -R a+rX "$work/fs"
+	chmod 1777 "$work/fs/tmp" "$work/fs/data"
+	assemble "ghcr.io/stefanprodan/podinfo:$podinfo_version" "$work/fs" "$1" \
+		'USER 65534:65534' 'WORKDIR /home/app' 'CMD ["./podinfo"]' 'EXPOSE 9898' \
+		"LABEL krops.dev/stand-in=\"podinfo $podinfo_version from the module proxy's newest commit; the tree pins chart 6.15.0\""
+	rm -rf "$work"
+}
+key="podinfo $podinfo_version ($script_key)"
+current "ghcr.io/stefanprodan/podinfo:$podinfo_version" "$key" ||
+	timed "podinfo $podinfo_version" podinfo_image "$key"
