@@ -33,6 +33,11 @@
 #                kubeadm-bootstrap-controller,kubeadm-control-plane-controller,
 #                capd-manager}:<v>
 #                the testbin's Cluster API programs (tools/testbin/capi.sh).
+#   ghcr.io/stefanprodan/podinfo:<v>
+#                Podinfo (the workload tree's application) and podcli, built
+#                from the module tools/realengine/podinfo/go.mod pins, laid
+#                out as its Dockerfile does. STAND-IN version: the proxy
+#                serves Podinfo 6.9.2's commit, the tree pins 6.15.0.
 #   kindest/haproxy:<CAPD's default tag>
 #                STAND-IN: Debian's haproxy, for CAPD's load balancers.
 #   registry.k8s.io/capi-operator/cluster-api-operator:<v>

@@ -1,10 +1,10 @@
 // Command krops-standin-controller is a STAND-IN for a Flux controller whose
-// module the Go module proxy here does not serve (helm-controller,
-// notification-controller), in the real-engine lane's images
-// (tools/realengine/images.sh). It answers the probes and ports the Flux
-// manifests give the controller, so the Deployment the Flux Operator rolls
-// out becomes available, and it reconciles nothing: a HelmRelease stays
-// pending. As notification-controller it accepts the events the other
+// module the Go module proxy here does not serve, in the real-engine lane's
+// images (tools/realengine/images.sh): notification-controller (the lane's
+// helm-controller is krops-standin-helmcontroller, which reconciles). It
+// answers the probes and ports the Flux manifests give the controller, so
+// the Deployment the Flux Operator rolls out becomes available, and it
+// reconciles nothing. As notification-controller it accepts the events the other
 // controllers post and logs one line per event, which shows in the lane's
 // pod logs that they reached it over the cluster network.
 //
