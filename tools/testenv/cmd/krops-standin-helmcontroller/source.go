@@ -142,11 +142,17 @@ func (r *reconciler) sourceArtifact(ctx context.Context, gvr schema.GroupVersion
 	if err != nil {
 		return artifact{}, fmt.Errorf("%s: %w", what, err)
 	}
-	a, ok, _ := unstructured.NestedStringMap(o.Object, "status", "artifact")
-	if !ok || a["url"] == "" || !readyAt(o) {
+	// Not NestedStringMap: source-controller's artifact also carries size
+	// (a number) and metadata (a map), which would make it fail.
+	field := func(k string) string {
+		v, _, _ := unstructured.NestedString(o.Object, "status", "artifact", k)
+		return v
+	}
+	a := artifact{source: what, url: field("url"), digest: field("digest"), revision: field("revision")}
+	if a.url == "" || !readyAt(o) {
 		return artifact{}, fmt.Errorf("%s has no artifact ready yet", what)
 	}
-	return artifact{source: what, url: a["url"], digest: a["digest"], revision: a["revision"]}, nil
+	return a, nil
 }
 
 // download fetches a chart artifact, checks its digest and loads it.
