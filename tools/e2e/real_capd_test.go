@@ -326,6 +326,19 @@ func capdContainers(t *testing.T, cluster string) []string {
 
 // waitFor polls check until it returns true or the timeout passes, and
 // returns how long it took.
+// newVolumes lists the engine's volumes that were not in before (the
+// output of `docker volume ls -q`).
+func newVolumes(t *testing.T, before string) []string {
+	t.Helper()
+	var out []string
+	for _, v := range strings.Fields(engine(t, "volume", "ls", "-q")) {
+		if !slices.Contains(strings.Fields(before), v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func waitFor(t *testing.T, what string, timeout time.Duration, check func() (bool, string)) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -353,8 +366,12 @@ func waitFor(t *testing.T, what string, timeout time.Duration, check func() (boo
 // Flux substitutes them, with the node image the docker provider put in
 // cluster-vars, and CAPD's machines boot from the lane's node image until
 // the Cluster is Available and its nodes answer on the host through the
-// load balancer's published port. Deleting the Cluster removes its
-// containers; the teardown removes kind and the registry.
+// load balancer's published port. Then the teardown users run deletes the
+// Cluster, meeting a fault: kind's node (the controller host) is paused
+// while the sweep waits for Cluster API, so it must stop with exit 3 and
+// keep the host; once the node is back the rerun removes the Cluster's
+// containers, kind and the registry, and a third run is a no-op. What is
+// left is read from the engine and the kubeconfig.
 //
 // STAND-INS, named: cert-manager (certIssuer above); CAPD's load balancer
 // image (Debian's haproxy, tools/realengine/images.sh); the node image's
@@ -381,6 +398,7 @@ func TestRealEngineCAPDBuildsTheManagementCluster(t *testing.T) {
 			}
 		}
 		// Whatever the outcome, the engine keeps nothing of the run.
+		_ = exec.Command("docker", "unpause", laneCluster+"-control-plane").Run()
 		_, _ = kubectl("delete", "cluster", "--all", "-A", "--wait=true", "--timeout=3m")
 		for _, c := range capdContainers(t, mgmt) {
 			_ = exec.Command("docker", "rm", "-f", strings.Fields(c)[0]).Run()
@@ -389,6 +407,7 @@ func TestRealEngineCAPDBuildsTheManagementCluster(t *testing.T) {
 	})
 	node := os.Getenv("KROPS_KIND_NODE_IMAGE")
 	phases := map[string]time.Duration{}
+	volumesBefore := engine(t, "volume", "ls", "-q")
 
 	mirrored := r.withMirrors(t, k8sMirror)
 	up, took := r.run(t, []string{mirrored}, "krops-kind", "up", "local-host")
@@ -494,26 +513,64 @@ func TestRealEngineCAPDBuildsTheManagementCluster(t *testing.T) {
 		t.Logf("engine containers' memory with the management cluster up:\n%s", stats)
 	}
 
-	// Deleting the Cluster removes its machines and load balancer from the
-	// engine.
+	// Teardown the way users run it, with the Cluster still there:
+	// krops-sweep deletes it and waits for Cluster API to remove it. While it
+	// waits, kind's node (the controller host, where CAPI and CAPD run) is
+	// paused: with the host silent the state is unknown, so the sweep must
+	// stop with exit 3 and keep the host, the registry and the context; the
+	// rerun once the node is back must finish, and a third run find nothing.
+	kindNode := laneCluster + "-control-plane"
+	pausedAt := time.Duration(0)
 	start = time.Now()
-	if out, err := kubectl("delete", "cluster", mgmt, "--wait=true", "--timeout=5m"); err != nil {
-		t.Fatalf("deleting Cluster %s: %v\n%s", mgmt, err, out)
+	faulted, took := r.runWatching(t, nil, func(line string) {
+		if pausedAt == 0 && strings.Contains(line, "deleting Clusters "+mgmt) {
+			pausedAt = time.Since(start)
+			engine(t, "pause", kindNode)
+		}
+	}, "krops-sweep", "local-host")
+	if pausedAt == 0 {
+		t.Fatalf("teardown never reached the Cluster's deletion (exit %d)\n%s", faulted.Code, faulted.Stderr)
 	}
-	phases["management deleted"] = time.Since(start)
-	if left := capdContainers(t, mgmt); len(left) > 0 {
-		t.Errorf("after deleting the Cluster the engine still runs %v", left)
+	if faulted.Code != 3 || !strings.Contains(faulted.Stderr, "rerun") {
+		t.Errorf("teardown with the controller host paused: exit %d after %v, want 3 and what to do\n%s", faulted.Code, took, faulted.Stderr)
 	}
+	t.Logf("teardown with kind's node paused %v in: exit %d after %v", pausedAt.Round(time.Second), faulted.Code, took.Round(time.Second))
+	for _, want := range []string{kindNode, "krops-registry"} {
+		if engine(t, "ps", "-a", "--filter", "name=^"+want+"$", "--format", "{{.Names}}") != want {
+			t.Errorf("after the exit 3 the engine lost %s", want)
+		}
+	}
+	if kc, err := os.ReadFile(filepath.Join(r.home, ".kube", "config")); err != nil || !strings.Contains(string(kc), "kind-"+laneCluster) {
+		t.Errorf("after the exit 3 the kubeconfig lost the kind context: %v\n%s", err, kc)
+	}
+	engine(t, "unpause", kindNode)
+
+	start = time.Now()
 	down, took := r.run(t, nil, "krops-sweep", "local-host")
 	if down.Code != 0 {
-		t.Fatalf("teardown: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
+		t.Fatalf("teardown rerun: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
 	}
 	phases["teardown"] = took
-	if l := leftovers(t, laneCluster); len(l) > 0 {
+	// What is left is what the engine and the kubeconfig list, not what
+	// krops reports.
+	if l := append(leftovers(t, laneCluster), capdContainers(t, mgmt)...); len(l) > 0 {
 		t.Errorf("after teardown the engine still has %v", l)
 	}
+	if v := newVolumes(t, volumesBefore); len(v) > 0 {
+		t.Errorf("after teardown the engine still has the volumes %v", v)
+	}
+	if n := engine(t, "network", "ls", "--format", "{{.Name}}"); strings.Contains(n, "krops") {
+		t.Errorf("after teardown the engine still has a network of krops:\n%s", n)
+	}
+	if kc, err := os.ReadFile(filepath.Join(r.home, ".kube", "config")); err == nil && (strings.Contains(string(kc), laneCluster) || strings.Contains(string(kc), mgmt)) {
+		t.Errorf("after teardown the kubeconfig still names the environment's clusters:\n%s", kc)
+	}
+	again, _ := r.run(t, nil, "krops-sweep", "local-host")
+	if again.Code != 0 {
+		t.Errorf("a second teardown: exit %d, want 0 (nothing to do)\n%s", again.Code, again.Stderr)
+	}
 	var report []string
-	for _, k := range []string{"kind", "providers", "management Available", "management deleted", "teardown"} {
+	for _, k := range []string{"kind", "providers", "management Available", "teardown"} {
 		report = append(report, fmt.Sprintf("%s %v", k, phases[k].Round(time.Second)))
 	}
 	t.Logf("phases: %s", strings.Join(report, ", "))

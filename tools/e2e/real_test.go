@@ -99,6 +99,49 @@ func (r *realEnv) run(t *testing.T, extra []string, name string, args ...string)
 	return res, time.Since(start)
 }
 
+// runWatching is run with a hand on the binary while it runs: onLine sees
+// each line of its stderr, on the test goroutine (so it may fail the test or
+// act on the engine), and a fault injected there meets the binary mid-step.
+func (r *realEnv) runWatching(t *testing.T, extra []string, onLine func(line string), name string, args ...string) (testenv.Result, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(r.bin, name), args...)
+	cmd.Dir = r.home
+	cmd.Env = append(append([]string{}, r.env...), extra...)
+	var out, errOut strings.Builder
+	cmd.Stdout = &out
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	waited := make(chan error, 1)
+	go func() { err := cmd.Wait(); _ = pw.Close(); waited <- err }()
+	// A failing onLine leaves through Goexit: the binary goes with the test.
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			for range lines {
+			}
+		}
+	}()
+	for ln := range lines {
+		errOut.WriteString(ln + "\n")
+		onLine(ln)
+	}
+	<-waited
+	return testenv.Result{Stdout: out.String(), Stderr: errOut.String(), Code: cmd.ProcessState.ExitCode()}, time.Since(start)
+}
+
 // engine runs the docker CLI and returns its trimmed output.
 func engine(t *testing.T, args ...string) string {
 	t.Helper()
@@ -429,7 +472,9 @@ func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
 // its image pulled by the node through the ghcr.io mirror krops configures,
 // and the FluxInstance's controllers running as pods that fetch the config
 // artifact from the registry over the cluster network and apply the
-// local-host tree's top Kustomization.
+// local-host tree's top Kustomization. The first seed meets a fault: the
+// engine restarts kind's node container while it waits for Flux; the rerun
+// converges on the same run's metadata.
 //
 // Then the workload tree's Podinfo through that Flux, answering on the host
 // (podinfoThroughFlux).
@@ -456,6 +501,13 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	}
 	kubectl := func(args ...string) (string, error) { return r.kubectl(t, args...) }
 	defer dumpOnFailure(t, kubectl)
+	kindNode := laneCluster + "-control-plane"
+	t.Cleanup(func() {
+		// A failed run keeps nothing on the engine either.
+		if t.Failed() {
+			_, _ = r.run(t, nil, "krops-sweep", "local-host")
+		}
+	})
 
 	mirrored := r.withMirrors(t, ghcrMirror)
 	up, upTook := r.run(t, []string{mirrored}, "krops-kind", "up", "local-host")
@@ -470,7 +522,39 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	head := strings.TrimSpace(engineless(t, "git", "-C", r.repo, "rev-parse", "HEAD"))
 	revision := []string{mirrored, "KROPS_OCI_GIT_SHA=" + head, "KROPS_OCI_GIT_REF=HEAD", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops",
 		"KROPS_CHART_REPOSITORY=" + chart}
+	// Fault: the engine restarts kind's node container while the seed waits
+	// for Flux. The seed may ride it out or stop saying what to do; either
+	// way the rerun of the same command converges, on the same run.
+	start := time.Now()
+	var restartedAt, restartTook time.Duration
+	first, firstTook := r.runWatching(t, revision, func(line string) {
+		if restartedAt == 0 && strings.Contains(line, "waiting for Flux to take over") {
+			restartedAt = time.Since(start)
+			engine(t, "restart", kindNode)
+			restartTook = time.Since(start) - restartedAt
+		}
+	}, "krops-flux-seed", "local-host", "--no-follow")
+	if restartedAt == 0 {
+		t.Fatalf("the seed never waited for Flux (exit %d)\n%s", first.Code, first.Stderr)
+	}
+	if !slices.Contains([]int{0, 1, 3}, first.Code) || strings.Contains(first.Stderr, "panic") {
+		t.Errorf("the seed with kind's node restarted under it: exit %d, want 0, 1 or 3 and no panic\n%s", first.Code, first.Stderr)
+	}
+	t.Logf("the seed with kind's node restarted %v in (the restart took %v): exit %d after %v", restartedAt.Round(time.Second), restartTook.Round(time.Second), first.Code, firstTook.Round(time.Second))
+	runUID := func() string {
+		var uid string
+		waitFor(t, "kind's API server answering", 3*time.Minute, func() (bool, string) {
+			out, err := kubectl("get", "configmap", "krops-run", "-n", "flux-system", "-o", "jsonpath={.metadata.uid}")
+			uid = out
+			return err == nil && out != "", out
+		})
+		return uid
+	}
+	before := runUID()
 	seed, seedTook := r.run(t, revision, "krops-flux-seed", "local-host", "--no-follow")
+	if after := runUID(); after != before {
+		t.Errorf("the rerun replaced the run's metadata (ConfigMap krops-run uid %s, then %s)", before, after)
+	}
 	if seed.Code != 0 {
 		t.Fatalf("krops-flux-seed: exit %d after %v\n%s\n%s", seed.Code, seedTook, seed.Stdout, seed.Stderr)
 	}

@@ -67,7 +67,7 @@ ENV is the environment (KROPS_PROFILE wins when set; default: bootstrap.default-
 					&ucli.StringFlag{Name: "cluster", Usage: "the Cluster API cluster (default: the environment's first [seed] workload)"},
 					&ucli.StringFlag{Name: "namespace", Value: "podinfo", Usage: "the Service's namespace"},
 					&ucli.StringFlag{Name: "service", Value: "podinfo", Usage: "the Service to reach"},
-					&ucli.IntFlag{Name: "service-port", Usage: "the Service's port (default: its only one)"},
+					&ucli.IntFlag{Name: "service-port", Usage: "the Service's port (default: its only one, else the one named http)"},
 					&ucli.StringFlag{Name: "address", Value: "127.0.0.1", Usage: "local address to listen on"},
 					&ucli.IntFlag{Name: "local-port", Value: 9898, Usage: "local port (0: the Service port)"},
 				},

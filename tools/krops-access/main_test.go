@@ -198,7 +198,9 @@ func TestPortForwardSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("no Service: exit %d\n%s", r.Code, r.Stderr)
 	}
 	f.workload.CreateYAML(t, ctx, "apiVersion: v1\nkind: Namespace\nmetadata: {name: podinfo}\n")
-	f.workload.CreateYAML(t, ctx, "apiVersion: v1\nkind: Service\nmetadata: {name: podinfo, namespace: podinfo}\nspec: {selector: {app: podinfo}, ports: [{name: http, port: 9898, targetPort: http}]}\n")
+	f.workload.CreateYAML(t, ctx, "apiVersion: v1\nkind: Service\nmetadata: {name: podinfo, namespace: podinfo}\nspec: {selector: {app: podinfo}, ports: [{name: http, port: 9898, targetPort: http}, {name: grpc, port: 9999, targetPort: grpc}]}\n")
+	// Podinfo's chart gives its Service two ports (the real-engine lane
+	// found it): the one named http is the default.
 	if r = f.run(t, "port-forward", "local-host"); r.Code != 1 || !strings.Contains(r.Stderr, "service podinfo/podinfo has no pods") {
 		t.Errorf("no pods: exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -208,6 +210,10 @@ func TestPortForwardSaysWhatIsMissing(t *testing.T) {
 	}
 	if r = f.run(t, "port-forward", "local-host", "--cluster", "local-other"); r.Code != 1 || !strings.Contains(r.Stderr, "no kubeconfig Secret default/local-other-kubeconfig") {
 		t.Errorf("unknown cluster: exit %d\n%s", r.Code, r.Stderr)
+	}
+	f.workload.CreateYAML(t, ctx, "apiVersion: v1\nkind: Service\nmetadata: {name: two, namespace: podinfo}\nspec: {selector: {app: podinfo}, ports: [{name: a, port: 80}, {name: b, port: 81}]}\n")
+	if r = f.run(t, "port-forward", "local-host", "--service", "two"); r.Code != 1 || !strings.Contains(r.Stderr, "service podinfo/two has ports 80, 81 and none is named http: name one with --service-port") {
+		t.Errorf("two ports, none named http: exit %d\n%s", r.Code, r.Stderr)
 	}
 	if r = f.run(t, "port-forward", "local-host", "--local-port", "70000"); r.Code != 2 {
 		t.Errorf("bad port: exit %d\n%s", r.Code, r.Stderr)

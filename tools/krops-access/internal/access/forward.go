@@ -117,6 +117,8 @@ func Resolve(ctx context.Context, kc kubernetes.Interface, ns, name string, serv
 	return Target{}, 0, fmt.Errorf("service %s/%s has no Ready pod (%s): see `kubectl -n %s describe pod`", ns, name, strings.Join(seen, ", "), ns)
 }
 
+// pickPort: the port asked for; without one, the Service's only port, or
+// the one named http (Podinfo's chart also serves gRPC on its Service).
 func pickPort(svc *corev1.Service, want int) (corev1.ServicePort, error) {
 	var have []string
 	for _, p := range svc.Spec.Ports {
@@ -126,7 +128,12 @@ func pickPort(svc *corev1.Service, want int) (corev1.ServicePort, error) {
 		have = append(have, strconv.Itoa(int(p.Port)))
 	}
 	if want == 0 {
-		return corev1.ServicePort{}, fmt.Errorf("service %s/%s has ports %s: name one with --service-port", svc.Namespace, svc.Name, strings.Join(have, ", "))
+		for _, p := range svc.Spec.Ports {
+			if p.Name == "http" {
+				return p, nil
+			}
+		}
+		return corev1.ServicePort{}, fmt.Errorf("service %s/%s has ports %s and none is named http: name one with --service-port", svc.Namespace, svc.Name, strings.Join(have, ", "))
 	}
 	return corev1.ServicePort{}, fmt.Errorf("service %s/%s has no port %d (it has %s)", svc.Namespace, svc.Name, want, strings.Join(have, ", "))
 }
