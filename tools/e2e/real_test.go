@@ -540,7 +540,7 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	if !slices.Contains([]int{0, 1, 3}, first.Code) || strings.Contains(first.Stderr, "panic") {
 		t.Errorf("the seed with kind's node restarted under it: exit %d, want 0, 1 or 3 and no panic\n%s", first.Code, first.Stderr)
 	}
-	t.Logf("the seed with kind's node restarted %v in (the restart took %v): exit %d after %v", restartedAt.Round(time.Second), restartTook.Round(time.Second), first.Code, firstTook.Round(time.Second))
+	t.Logf("the seed with kind's node restarted %v in (the restart took %v): exit %d after %v\n%s", restartedAt.Round(time.Second), restartTook.Round(time.Second), first.Code, firstTook.Round(time.Second), first.Stderr)
 	runUID := func() string {
 		var uid string
 		waitFor(t, "kind's API server answering", 3*time.Minute, func() (bool, string) {
