@@ -28,6 +28,7 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Chart names a chart: in an OCI repository (oci://host/path, the chart at
@@ -114,6 +115,17 @@ func Ensure(ctx context.Context, ch Chart, r Release) (bool, error) {
 		install.RepoURL = ch.Repository
 	}
 	path, err := install.LocateChart(ref, settings)
+	if alt := otherSpelling(ch.Version); err != nil && oci && alt != "" {
+		// An OCI chart's tag is what its publisher pushed: cert-manager's
+		// are v1.21.2, while bootstrap.toml pins 1.21.2 as Helm users do (an
+		// HTTP repository's index matches either). Helm takes an exact
+		// version as the tag, and its tag listing drops tags with a "v", so
+		// the other spelling is tried by name.
+		install.Version = alt
+		if p, altErr := install.LocateChart(ref, settings); altErr == nil {
+			path, err = p, nil
+		}
+	}
 	if err != nil {
 		return false, fmt.Errorf("fetching chart %s: %w", ch, err)
 	}
@@ -137,6 +149,18 @@ func Ensure(ctx context.Context, ch Chart, r Release) (bool, error) {
 		return false, fmt.Errorf("upgrading release %s to chart %s: %w", name, ch, err)
 	}
 	return true, nil
+}
+
+// otherSpelling is an exact version with its leading "v" added or removed,
+// or "" for anything else (a constraint is Helm's to resolve).
+func otherSpelling(pin string) string {
+	if _, err := version.ParseSemantic(pin); err != nil {
+		return ""
+	}
+	if strings.HasPrefix(pin, "v") {
+		return strings.TrimPrefix(pin, "v")
+	}
+	return "v" + pin
 }
 
 // SameVersion says whether two chart versions name the same release, with or
