@@ -295,10 +295,11 @@ fi
 # cert-manager's four programs, at the chart's version: STAND-INS (above).
 cm_version="$(chartpin cert-manager)"
 cm_version="v${cm_version#v}"
-cm_standin="$cache/bin/krops-standin-certmanager-$script_key"
+cm_key="$(src_key tools/testenv/cmd/krops-standin-certmanager)"
+cm_standin="$cache/bin/krops-standin-certmanager-$cm_key"
 for role in controller webhook cainjector startupapicheck; do
 	image="quay.io/jetstack/cert-manager-$role:$cm_version"
-	key="stand-in cert-manager-$role $cm_version ($script_key)"
+	key="stand-in cert-manager-$role $cm_version ($script_key, $cm_key)"
 	current "$image" "$key" && continue
 	if [[ ! -x "$cm_standin/krops-standin-certmanager" ]]; then
 		rm -rf "$cm_standin.tmp" && mkdir -p "$cm_standin.tmp"

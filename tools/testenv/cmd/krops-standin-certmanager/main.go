@@ -18,7 +18,7 @@
 //   - cainjector: copies ca.crt into the caBundle of webhook configurations,
 //     CRD conversion webhooks and APIServices annotated
 //     cert-manager.io/inject-ca-from or inject-ca-from-secret.
-//   - startupapicheck: creates a Certificate with dryRun until the API
+//   - startupapicheck: creates a CertificateRequest with dryRun until the API
 //     answers through the webhook, as `check api --wait` does.
 //
 // ACME, Vault and the other issuer kinds, renewal before expiry and the

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -105,21 +110,31 @@ func (c clients) admit(w http.ResponseWriter, r *http.Request) {
 		"response": map[string]any{"uid": review.Request.UID, "allowed": true}})
 }
 
-// checkAPI creates a Certificate with dryRun until the API server accepts
-// it, which needs the CRDs served and the webhook reachable with the
-// injected CA, for up to --wait.
+// checkAPI creates a CertificateRequest with dryRun until the API server
+// accepts it, which needs the CRDs served and the webhook reachable with
+// the injected CA, for up to --wait. A CertificateRequest, as the real check
+// does: the chart's startupapicheck Role may create those and nothing else.
 func (c clients) checkAPI(ctx context.Context, o options) error {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "default"
 	}
-	probe := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+	key, _, err := newKey("ECDSA")
+	if err != nil {
+		return err
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "cmapichecker"}}, key)
+	if err != nil {
+		return fmt.Errorf("the probe's CSR: %w", err)
+	}
+	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	probe := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "CertificateRequest",
 		"metadata": map[string]any{"generateName": "cmapichecker-", "namespace": ns},
-		"spec": map[string]any{"dnsNames": []any{"cmapichecker.example.com"}, "secretName": "cmapichecker",
+		"spec": map[string]any{"request": base64.StdEncoding.EncodeToString(csr),
 			"issuerRef": map[string]any{"name": "cmapichecker"}}}}
 	deadline := time.Now().Add(o.wait)
 	for {
-		_, err := c.dyn.Resource(certificatesGVR).Namespace(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := c.dyn.Resource(certificateRequestsGVR).Namespace(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			c.logger.Print("The cert-manager API is ready")
 			return nil
