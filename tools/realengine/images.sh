@@ -81,7 +81,16 @@ assemble() {
 	shift 3
 	local changes=()
 	for c in "$@" "LABEL krops.dev/built-by=\"$key\""; do changes+=(--change "$c"); done
-	tar -C "$fs" --owner=0 --group=0 -c . | docker import "${changes[@]}" - "$image" >/dev/null
+	# distroless's layout, which upstream's images run on: /tmp is
+	# world-writable and the nonroot user (65532) owns /home/nonroot.
+	[[ -d "$fs/tmp" ]] && chmod 1777 "$fs/tmp"
+	local tarball="$fs.tar"
+	tar -C "$fs" --owner=0 --group=0 --exclude=./home/nonroot -cf "$tarball" .
+	if [[ -d "$fs/home/nonroot" ]]; then
+		tar -C "$fs" --owner=65532 --group=65532 -rf "$tarball" ./home/nonroot
+	fi
+	docker import "${changes[@]}" "$tarball" "$image" >/dev/null
+	rm -f "$tarball"
 }
 
 registry_image() {
@@ -284,9 +293,11 @@ if ! current "$image" "$key"; then
 	fi
 	capiop_image() {
 		local work="$cache/capiop.tmp"
-		rm -rf "$work" && mkdir -p "$work/fs/tmp"
+		# The operator's clusterctl library writes its configuration under
+		# $HOME/.config: distroless's nonroot home, as upstream runs it.
+		rm -rf "$work" && mkdir -p "$work/fs/tmp" "$work/fs/home/nonroot"
 		cp "$bin/manager" "$work/fs/manager"
-		assemble "$image" "$work/fs" "$key" 'USER 65532:65532' 'WORKDIR /' 'ENTRYPOINT ["/manager"]'
+		assemble "$image" "$work/fs" "$key" 'USER 65532:65532' 'ENV HOME=/home/nonroot' 'WORKDIR /' 'ENTRYPOINT ["/manager"]'
 		rm -rf "$work"
 	}
 	timed "$image" capiop_image
