@@ -122,6 +122,10 @@ type Options struct {
 	// it changes ("2 of 3 ready; waiting for ..."), never the same line
 	// twice in a row: the progress a tool prints.
 	Report func(line string)
+	// Silence, when set, ends the wait with a *SilentError once an API
+	// server it watches has not answered a probe for this long (Until and
+	// Gone): a hung server otherwise looks like a long wait.
+	Silence time.Duration
 	// Heartbeat, with Report, repeats the current summary after this long
 	// without a change ("still waiting after 1m0s: ..."), so a long wait
 	// shows in a log that it is alive (MGMT_POLL_INTERVAL); zero: never.

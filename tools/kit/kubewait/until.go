@@ -97,6 +97,19 @@ func Until(ctx context.Context, o Options, sets []Set, check func(Snapshot) (don
 		return finished
 	}
 	var wg sync.WaitGroup
+	var silent *SilentError
+	if o.Silence > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := listenForSilence(ctx, o, sets); err != nil {
+				mu.Lock()
+				silent = err
+				mu.Unlock()
+				stop()
+			}
+		}()
+	}
 	for i, set := range sets {
 		client := set.Client
 		if client == nil {
@@ -152,12 +165,77 @@ func Until(ctx context.Context, o Options, sets []Set, check func(Snapshot) (don
 		return nil
 	case parent.Err() != nil:
 		return ErrInterrupted
+	case silent != nil:
+		return silent
 	case slices.Contains(answered, false) && deadline.Err() != nil:
 		return &NoAnswerError{Timeout: o.Timeout, Err: lastErr}
 	case deadline.Err() != nil:
 		return fmt.Errorf("%w after %s", ErrTimeout, o.Timeout)
 	}
 	return fmt.Errorf("watching stopped early: %v", lastErr)
+}
+
+// SilentError ends a wait (Options.Silence) whose API server stopped
+// answering after it had answered: where the objects stand is unknown from
+// then on, and a wait that went on would only learn that at its timeout.
+type SilentError struct {
+	Silence time.Duration
+	Err     error // the last probe's error; nil when the probes hung
+}
+
+func (e *SilentError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("the API server stopped answering (no answer for %s)", e.Silence)
+	}
+	return fmt.Sprintf("the API server stopped answering (no answer for %s): %v", e.Silence, e.Err)
+}
+
+func (e *SilentError) Unwrap() error { return e.Err }
+
+// listenForSilence probes each set's API server with a one-item list while
+// the wait runs: a watch on a server that hangs (a paused container, a
+// black-holed route) gets no event and no error, so only a request tells.
+// It returns a *SilentError once a server has not answered for o.Silence,
+// nil when ctx ends first.
+func listenForSilence(ctx context.Context, o Options, sets []Set) *SilentError {
+	every := max(o.Silence/4, 250*time.Millisecond)
+	last := make([]time.Time, len(sets))
+	for i := range last {
+		last[i] = time.Now()
+	}
+	var lastErr error
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		for i, set := range sets {
+			client := set.Client
+			if client == nil {
+				client = o.Client
+			}
+			probe, cancel := context.WithTimeout(ctx, o.Silence)
+			_, err := client.Resource(set.Resource).Namespace(set.Namespace).List(probe, metav1.ListOptions{FieldSelector: set.FieldSelector, Limit: 1})
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err == nil:
+				last[i] = time.Now()
+			default:
+				lastErr = err
+				if time.Since(last[i]) >= o.Silence {
+					if errors.Is(err, context.DeadlineExceeded) {
+						lastErr = nil
+					}
+					return &SilentError{Silence: o.Silence, Err: lastErr}
+				}
+			}
+		}
+	}
 }
 
 func sortedObjects(items []any) []*unstructured.Unstructured {

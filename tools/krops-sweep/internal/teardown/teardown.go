@@ -881,7 +881,11 @@ func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name
 // the wait's progress as it changes. What is still there goes into the
 // summary's Left; a timeout is unknown state named with its knob.
 func (r *run) waitGone(ctx context.Context, targets []kubewait.Target, timeout time.Duration, knob string) error {
-	left, err := kubewait.Gone(ctx, kubewait.Options{Client: r.dyn, Timeout: timeout, Report: func(line string) { r.o.Progress.Infof("%s", line) }}, targets...)
+	// Silence: a host whose API server hangs mid-wait (a paused node, a
+	// dropped route) is unknown state at once, not a 20-minute timeout that
+	// blames the Clusters.
+	left, err := kubewait.Gone(ctx, kubewait.Options{Client: r.dyn, Timeout: timeout, Silence: r.o.QueryTimeout,
+		Report: func(line string) { r.o.Progress.Infof("%s", line) }}, targets...)
 	if err == nil {
 		return nil
 	}
