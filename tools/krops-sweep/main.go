@@ -42,7 +42,7 @@ func newApp() *ucli.App {
 	}
 	teardownFlags := append([]ucli.Flag{
 		&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "summary format: text or json (on stdout)"},
-		&ucli.DurationFlag{Name: "query-timeout", Value: 30 * time.Second, Usage: "bound on each Kubernetes query; one that runs out leaves the state unknown (exit 3)"},
+		&ucli.DurationFlag{Name: "query-timeout", Value: 30 * time.Second, Usage: "bound on each Kubernetes query, and on the API server's silence during a wait; one that runs out leaves the state unknown (exit 3)"},
 	}, flags...)
 	cloud := &ucli.Command{
 		Name:      "cloud",
