@@ -165,7 +165,7 @@ func (h *harness) publish(gvr schema.GroupVersionResource, ns, name, url, digest
 		// As source-controller writes it: size and metadata are not strings.
 		"artifact": map[string]any{"url": url, "digest": digest, "revision": revision, "size": int64(15172),
 			"metadata": map[string]any{"org.opencontainers.image.version": revision},
-			"path": strings.TrimPrefix(url, "http://"), "lastUpdateTime": time.Now().UTC().Format(time.RFC3339)},
+			"path":     strings.TrimPrefix(url, "http://"), "lastUpdateTime": time.Now().UTC().Format(time.RFC3339)},
 		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Succeeded",
 			"message": "stored artifact", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
 	}
