@@ -418,3 +418,7 @@ podinfo_image() {
 key="podinfo $podinfo_version ($script_key)"
 current "ghcr.io/stefanprodan/podinfo:$podinfo_version" "$key" ||
 	timed "podinfo $podinfo_version" podinfo_image "$key"
+
+# A rebuilt image leaves the one it replaced untagged: remove those (only
+# this script's, by its label), so warm runs do not pile up old layers.
+docker image prune -f --filter "label=krops.dev/built-by" >/dev/null
