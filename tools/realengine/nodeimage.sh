@@ -18,8 +18,11 @@
 # the image's tag carries a hash of all of them: a warm run builds nothing.
 #
 # STAND-INS (kindest/node carries the real ones; docs/testing.md):
-#   - kindnetd is not on the module proxy: a static bridge CNI configuration
-#     (CNI plugins bridge + host-local) serves the single node;
+#   - kindnetd is not on the module proxy: tools/testenv/cmd/
+#     krops-standin-kindnetd (a ptp configuration per node and routes to the
+#     peers' pod ranges) is preloaded under kindnetd's image name, and kind
+#     installs it from default-cni.yaml, made from the local-host tree's
+#     kindnetd manifest (the one CAPD clusters get);
 #   - the etcd image holds the testbin's etcd under the tag kubeadm names;
 #   - no local-path-provisioner: kind falls back to a host-path StorageClass.
 # THIS MACHINE'S WORKAROUNDS, applied only when the host needs them and
@@ -156,9 +159,25 @@ sandbox_pause="$(need "$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$kind_dir/
 [[ -d "$bin/coredns-$coredns_version" ]] || timed "CoreDNS $coredns_version" gobin "coredns-$coredns_version" CGO_ENABLED=0 -- -ldflags "-s -w" "github.com/coredns/coredns@$coredns_version"
 etcd_bin="$("$root/tools/testbin/install.sh" | tail -1)/etcd"
 
+# kindnetd: kind preloads it and installs it from default-cni.yaml; the
+# tree's ClusterResourceSet runs the same image in CAPD clusters.
+kindnetd_image="$(need "$(sed -n 's/^const kindnetdImage = "\(.*\)"$/\1/p' "$kind_dir/pkg/build/nodeimage/const_cni.go")" "kind's kindnetd image")"
+kindnet_manifest="$root/mgmt/local-host/addons/cni/kindnet.yaml"
+grep -q "image: $kindnetd_image\$" "$kindnet_manifest" ||
+	{ echo "realengine: $kindnet_manifest does not run kind $kind_version's $kindnetd_image" >&2; exit 1; }
+kindnetd_key="$(cat "$root/tools/testenv/cmd/krops-standin-kindnetd"/*.go "$root/tools/testenv/go.sum" | sha256sum | cut -c1-12)"
+kindnetd_bin="$bin/krops-standin-kindnetd-$kindnetd_key"
+build_kindnetd() {
+	rm -rf "$kindnetd_bin.tmp" && mkdir -p "$kindnetd_bin.tmp"
+	(cd "$root/tools/testenv" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$kindnetd_bin.tmp/kindnetd" ./cmd/krops-standin-kindnetd)
+	mv "$kindnetd_bin.tmp" "$kindnetd_bin"
+}
+[[ -x "$kindnetd_bin/kindnetd" ]] || timed "krops-standin-kindnetd (program)" build_kindnetd
+
 # Everything the tag depends on.
 key="$(printf '%s\n' "$kind_version" "$containerd_version" "$runc_version" "$crictl_version" "$cni_version" "$k8s_version" \
-	"$coredns_version" "$base_tag" "$oom_workaround" "$cgroupv1_workaround" "$("$etcd_bin" --version | head -1)" | cat - "$0" | sha256sum | cut -c1-12)"
+	"$coredns_version" "$base_tag" "$oom_workaround" "$cgroupv1_workaround" "$("$etcd_bin" --version | head -1)" \
+	"$kindnetd_image" "$kindnetd_key" | cat - "$0" "$kindnet_manifest" | sha256sum | cut -c1-12)"
 node_tag="krops.local/kind-node:$k8s_version-$key"
 if docker image inspect "$node_tag" >/dev/null 2>&1; then
 	echo "realengine: $node_tag is built" >&2
@@ -188,6 +207,7 @@ build_images() {
 	single "$etcd_image" "$etcd_bin"
 	single "$coredns_image" "$bin/coredns-$coredns_version/coredns" /usr/local/bin/coredns
 	single "$kubeadm_pause" "$k8s_bin/pause" /usr/local/bin/pause
+	single "$kindnetd_image" "$kindnetd_bin/kindnetd" /usr/local/bin/kindnetd
 	docker tag "$kubeadm_pause" "$sandbox_pause"
 	tags+=("$sandbox_pause")
 	# kube-proxy runs iptables: the Debian base plus the program.
@@ -236,21 +256,14 @@ build_node() {
 		ctr oci spec | jq ".hooks.createContainer[.hooks.createContainer| length] |= . + {\"path\": \"/kind/bin/mount-product-files.sh\"}" | jq "del(.process.rlimits)" > /etc/containerd/cri-base.json
 		containerd --version && runc --version | head -1 && kubelet --version'
 	printf '%s' "$k8s_version" | docker exec -i "$c" sh -c 'cat > /kind/version'
-	# STAND-IN for kindnetd: a bridge on the node, addresses from the pod
-	# subnet kind configures; kind applies default-cni.yaml, which here only
-	# records that.
-	docker exec -i "$c" sh -c 'cat > /etc/cni/net.d/10-krops-bridge.conflist' <<'CNI'
-{"cniVersion": "1.0.0", "name": "krops-bridge", "plugins": [
-  {"type": "bridge", "bridge": "kbr0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-  {"type": "portmap", "capabilities": {"portMappings": true}}]}
-CNI
-	docker exec -i "$c" sh -c 'cat > /kind/manifests/default-cni.yaml' <<'CNI'
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: krops-stand-in-cni, namespace: kube-system}
-data: {note: "STAND-IN for kindnetd (not on the Go module proxy): a static bridge configuration in /etc/cni/net.d"}
-CNI
+	# kind templates default-cni.yaml when it says so, with the cluster's pod
+	# subnet; the rest is the tree's kindnetd manifest as CAPD clusters get it.
+	{
+		echo '# would you kindly template this file'
+		awk '/name: POD_SUBNET/ {print; getline; sub(/value: .*/, "value: \"{{ .PodSubnet }}\"")} {print}' "$kindnet_manifest"
+	} | docker exec -i "$c" sh -c 'cat > /kind/manifests/default-cni.yaml'
+	ex grep -q 'value: "{{ .PodSubnet }}"' /kind/manifests/default-cni.yaml ||
+		{ echo "realengine: $kindnet_manifest has no POD_SUBNET value to template" >&2; exit 1; }
 	if [[ "$oom_workaround" == true ]]; then
 		ex sed -i 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' /etc/containerd/config.toml
 	fi
