@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -261,16 +263,17 @@ func TestNodeImageOverrideReachesTheClusters(t *testing.T) {
 		}
 	}
 
-	// Without the override nothing is written: the tree's pinned defaults
-	// are kind's own.
+	// Without the override only the mirrors are written: the node image is
+	// the tree's pinned default, kind's own.
 	base, _ := standIn(t, "exists=1 running=1 port="+port)
 	c := start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "0"})
-	if res, err := c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate}); err != nil || len(res.Manifests) != 0 {
-		t.Errorf("no override: %v, %d manifests", err, len(res.Manifests))
+	res, err := c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+	if docs := string(bytesJoin(res.Manifests)); err != nil || !strings.Contains(docs, `"KROPS_REGISTRY_MIRRORS"`) || strings.Contains(docs, "KROPS_NODE_IMAGE") || strings.Contains(docs, "KROPS_KUBERNETES_VERSION") {
+		t.Errorf("no override: %v\n%s", err, docs)
 	}
 
 	bin := sdktest.Build(t, ".", "docker")
-	c, err := sdk.Load(ctx, "docker", sdk.LoadOptions{Path: bin, BaseEnv: base})
+	c, err = sdk.Load(ctx, "docker", sdk.LoadOptions{Path: bin, BaseEnv: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +283,65 @@ func TestNodeImageOverrideReachesTheClusters(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), `KROPS_KIND_NODE_IMAGE="registry.example.com/kindest/node:latest"`) || !strings.Contains(err.Error(), "retag") {
 		t.Errorf("a tag without a version: %v", err)
+	}
+}
+
+// CAPD's machines pull through the mirrors kind's node pulls through: the
+// local registry's, then the configuration's [[mirrors]], in cluster-vars
+// as the JSON list the ClusterClasses' registryMirrors variable takes; the
+// management cluster gets the same list before the move.
+func TestTheMachinesGetKindsMirrors(t *testing.T) {
+	ctx := context.Background()
+	port, _ := registryServer(t, 0, 0)
+	base, _ := standIn(t, "exists=1 running=1 port="+port)
+	bin := sdktest.Build(t, ".", "docker")
+	c, err := sdk.Load(ctx, "docker", sdk.LoadOptions{Path: bin, BaseEnv: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw := strings.Replace(config, `"provider": {}`, `"provider": {}, "mirrors": [`+
+		`{"registry": "registry.k8s.io", "endpoints": ["https://mirror.example.com", "http://krops-registry:5000"]}, `+
+		`{"registry": "docker.io", "endpoints": ["https://hub-cache.example.com"]}]`, 1)
+	env := map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "0"}
+	if err := c.Configure(ctx, sdk.Config{Environment: "local-host", Raw: []byte(raw)}, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Hook(ctx, sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vars []byte
+	for _, m := range res.Manifests {
+		var o struct {
+			Kind string
+			Data map[string]string
+		}
+		if json.Unmarshal(m, &o) == nil && o.Kind == "ConfigMap" {
+			vars = []byte(o.Data["KROPS_REGISTRY_MIRRORS"])
+		}
+	}
+	var got []struct {
+		Registry  string   `json:"registry"`
+		Endpoints []string `json:"endpoints"`
+	}
+	if err := json.Unmarshal(vars, &got); err != nil {
+		t.Fatalf("KROPS_REGISTRY_MIRRORS is not a JSON list: %v: %q", err, vars)
+	}
+	want := fmt.Sprintf("localhost:%s=http://krops-registry:5000 registry.k8s.io=https://mirror.example.com,http://krops-registry:5000 docker.io=https://hub-cache.example.com", port)
+	var have []string
+	for _, m := range got {
+		have = append(have, m.Registry+"="+strings.Join(m.Endpoints, ","))
+	}
+	if strings.Join(have, " ") != want {
+		t.Errorf("mirrors in cluster-vars: %s\nwant %s", strings.Join(have, " "), want)
+	}
+	if msgs := strings.Join(res.Messages, "\n"); !strings.Contains(msgs, "CAPD machines pull localhost:"+port+", registry.k8s.io, docker.io through their mirrors") {
+		t.Errorf("messages %q", res.Messages)
+	}
+	in, err := c.PivotInputs(ctx, sdk.PivotInputsRequest{InToolbox: true})
+	if err != nil || !strings.Contains(string(bytesJoin(in.Manifests)), "hub-cache.example.com") {
+		t.Errorf("the management cluster does not get the mirrors: %v\n%s", err, bytesJoin(in.Manifests))
 	}
 }
 

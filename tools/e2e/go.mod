@@ -12,6 +12,7 @@ replace (
 
 require (
 	github.com/drone/envsubst/v2 v2.0.0-20210730161058-179042472c46
+	github.com/fluxcd/pkg/envsubst v1.7.1
 	github.com/kropsdev/krops/plugins/sdk v0.0.0
 	github.com/kropsdev/krops/tools/kit v0.0.0
 	github.com/kropsdev/krops/tools/testenv v0.0.0

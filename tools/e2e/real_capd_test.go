@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/drone/envsubst/v2"
+	fluxenvsubst "github.com/fluxcd/pkg/envsubst"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
@@ -123,11 +125,23 @@ func capdLoadBalancer(t *testing.T, testModule string) string {
 	return "kindest/haproxy:" + string(m[1])
 }
 
-// expand substitutes ${VAR} and ${VAR:=default} with the library both
-// `clusterctl init` and Flux's kustomize-controller substitute with.
+// expand substitutes ${VAR} and ${VAR:=default} as `clusterctl init`
+// does (drone's envsubst, which also takes $VAR).
 func expand(t *testing.T, in string, vars map[string]string) string {
 	t.Helper()
 	out, err := envsubst.Eval(in, func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("substitution: %v", err)
+	}
+	return out
+}
+
+// fluxExpand substitutes as Flux's kustomize-controller does post-build
+// (its fork of that library: only ${...}, so a ClusterClass template's $m
+// stays as written).
+func fluxExpand(t *testing.T, in string, vars map[string]string) string {
+	t.Helper()
+	out, err := fluxenvsubst.Eval(in, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err != nil {
 		t.Fatalf("substitution: %v", err)
 	}
@@ -138,6 +152,14 @@ func expand(t *testing.T, in string, vars map[string]string) string {
 // builds it.
 func kustomizeBuild(t *testing.T, dir string) []map[string]any {
 	t.Helper()
+	return splitObjects(t, kustomizeYAML(t, dir))
+}
+
+// kustomizeYAML is the build as text, each value in the style its file
+// gave it (Flux substitutes on this text, so a quoted placeholder stays a
+// string).
+func kustomizeYAML(t *testing.T, dir string) string {
+	t.Helper()
 	res, err := fluxbuild.Build(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
@@ -146,7 +168,7 @@ func kustomizeBuild(t *testing.T, dir string) []map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return splitObjects(t, string(b))
+	return string(b)
 }
 
 func splitObjects(t *testing.T, docs string) []map[string]any {
@@ -291,15 +313,19 @@ func (l *capiLane) manifests(t *testing.T) string {
 	return strings.Join(docs, "---\n")
 }
 
-// treeObjects renders the local-host tree's ClusterClasses and the
-// local-management Cluster as Flux's clusterclasses and clusters
-// Kustomizations do, substituting from vars (cluster-vars on the cluster,
-// and KROPS_ENVIRONMENT as the clusters Kustomization sets it).
+// treeObjects renders the local-host tree's ClusterClasses, the
+// local-management Cluster and the CNI's ClusterResourceSet as Flux's
+// clusterclasses, clusters and addons Kustomizations do, substituting from
+// vars (cluster-vars on the cluster, and KROPS_ENVIRONMENT as the clusters
+// Kustomization sets it).
 func treeObjects(t *testing.T, repo string, vars map[string]string) string {
 	t.Helper()
 	var docs []string
-	for _, o := range append(kustomizeBuild(t, filepath.Join(repo, "mgmt/local-host/clusterclasses")),
-		kustomizeBuild(t, filepath.Join(repo, "mgmt/local-host/clusters"))...) {
+	var objs []map[string]any
+	for _, dir := range []string{"clusterclasses", "clusters", "addons/cni"} {
+		objs = append(objs, splitObjects(t, fluxExpand(t, kustomizeYAML(t, filepath.Join(repo, "mgmt/local-host", dir)), vars))...)
+	}
+	for _, o := range objs {
 		if o["kind"] == "Cluster" && o["metadata"].(map[string]any)["name"] != "local-management" {
 			continue // this test builds the management cluster only
 		}
@@ -307,9 +333,106 @@ func treeObjects(t *testing.T, repo string, vars map[string]string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs = append(docs, expand(t, string(b), vars))
+		docs = append(docs, string(b))
 	}
 	return strings.Join(docs, "---\n")
+}
+
+// podNetworkAcrossNodes checks the CNI the tree's ClusterResourceSet
+// installed (kindnetd; in the lane its stand-in): CoreDNS becomes Ready
+// (its pods reach the API server through the Service address), and each
+// CoreDNS pod answers its health port from every node it does not run on,
+// which works only when the nodes route each other's pod ranges.
+func podNetworkAcrossNodes(t *testing.T, kubeconfig string) {
+	t.Helper()
+	kc := func(args ...string) (string, error) {
+		out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	waitFor(t, "kindnetd on every node", 3*time.Minute, func() (bool, string) {
+		out, err := kc("get", "daemonset", "kindnet", "-n", "kube-system", "-o", "jsonpath={.status.desiredNumberScheduled} {.status.numberReady}")
+		f := strings.Fields(out)
+		return err == nil && len(f) == 2 && f[0] == "2" && f[1] == "2", out
+	})
+	// CoreDNS started before the worker joined, so both pods run on the
+	// control plane, and its anti-affinity is only a preference: rolled out
+	// again with a required one (on a label only the new pods carry), one
+	// pod runs on each node, and the checks below cross the nodes both ways.
+	spread := `{"spec":{"template":{"metadata":{"labels":{"krops.dev/e2e-spread":"coredns"}},"spec":{"affinity":{"podAntiAffinity":{` +
+		`"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"krops.dev/e2e-spread":"coredns"}},"topologyKey":"kubernetes.io/hostname"}]}}}}}}`
+	if out, err := kc("patch", "-n", "kube-system", "deployment/coredns", "--type=strategic", "-p", spread); err != nil {
+		t.Fatalf("spreading CoreDNS over the nodes: %v\n%s", err, out)
+	}
+	if out, err := kc("rollout", "status", "-n", "kube-system", "deployment/coredns", "--timeout=3m"); err != nil {
+		t.Fatalf("CoreDNS on the management cluster: %v\n%s", err, out)
+	}
+	nodes, err := kc("get", "nodes", "-o", "jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}")
+	if err != nil {
+		t.Fatal(nodes)
+	}
+	// Until the replaced pods are gone the list holds them too.
+	var pods string
+	waitFor(t, "CoreDNS's old pods gone", 2*time.Minute, func() (bool, string) {
+		out, err := kc("get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-dns", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.podIP} {.metadata.deletionTimestamp}{"\n"}{end}`)
+		pods = out
+		lines := strings.Split(out, "\n")
+		done := err == nil && len(lines) == 2
+		for _, ln := range lines {
+			done = done && len(strings.Fields(ln)) == 3
+		}
+		return done, out
+	})
+	checked := map[string]bool{}
+	for _, p := range strings.Split(pods, "\n") {
+		f := strings.Fields(p)
+		if len(f) != 3 {
+			t.Fatalf("CoreDNS pods: %q", pods)
+		}
+		for _, from := range strings.Split(nodes, "\n") {
+			if from == f[1] {
+				continue
+			}
+			// CAPD names the machine's container as the node.
+			out, err := exec.Command("docker", "exec", from, "curl", "-sS", "--max-time", "5", "http://"+f[2]+":8080/health").CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "OK" {
+				t.Errorf("pod network: %s cannot reach %s on %s at %s: %v %s", from, f[0], f[1], f[2], err, out)
+				continue
+			}
+			t.Logf("pod network: %s -> %s on %s (%s): %s", from, f[0], f[1], f[2], strings.TrimSpace(string(out)))
+			checked[from] = true
+		}
+	}
+	if len(checked) != 2 {
+		t.Errorf("CoreDNS pods were reached across the nodes from %v only, want from both nodes (pods: %q)", slices.Sorted(maps.Keys(checked)), pods)
+	}
+}
+
+// machinesPullThroughTheMirror checks that CAPD's machines got kind's
+// registry mirrors (the docker provider's cluster-vars, the ClusterClasses'
+// registry-mirrors patch): each machine pulls image, which only the lane's
+// registry holds (the node image does not preload it, and nothing here
+// reaches registry.k8s.io), through the mirror the test configured.
+func machinesPullThroughTheMirror(t *testing.T, cluster, image string) {
+	t.Helper()
+	for _, c := range capdContainers(t, cluster) {
+		name := strings.Fields(c)[0]
+		if name == cluster+"-lb" {
+			continue
+		}
+		hosts, err := exec.Command("docker", "exec", name, "cat", "/etc/containerd/certs.d/registry.k8s.io/hosts.toml").CombinedOutput()
+		if err != nil || !strings.Contains(string(hosts), `[host."http://`+laneRegistryInNet+`"]`) {
+			t.Errorf("%s: no registry.k8s.io mirror to %s: %v\n%s", name, laneRegistryInNet, err, hosts)
+			continue
+		}
+		start := time.Now()
+		out, err := exec.Command("docker", "exec", name, "crictl", "pull", image).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s cannot pull %s through its mirror: %v\n%s", name, image, err, out)
+			continue
+		}
+		t.Logf("%s pulled %s through its mirror in %v", name, image, time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // capdContainers lists the engine's containers of a CAPD cluster.
@@ -509,6 +632,8 @@ func TestRealEngineCAPDBuildsTheManagementCluster(t *testing.T) {
 		}
 		return ready, string(out)
 	})
+	podNetworkAcrossNodes(t, hostKC)
+	machinesPullThroughTheMirror(t, mgmt, l.images()[0])
 	if stats, err := exec.Command("docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}").CombinedOutput(); err == nil {
 		t.Logf("engine containers' memory with the management cluster up:\n%s", stats)
 	}

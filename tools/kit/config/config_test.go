@@ -309,7 +309,8 @@ func TestRepositoryPathsResolveAgainstTheConfigDirectory(t *testing.T) {
 }
 
 func TestProviderJSONCarriesEffectiveValuesWithFileKeys(t *testing.T) {
-	c, err := load(t, minimal+"[environments.one.teardown]\ncapi-workloads = [\"w\"]\n", map[string]string{"KROPS_REGISTRY_NAME": "reg2"})
+	c, err := load(t, minimal+"[environments.one.teardown]\ncapi-workloads = [\"w\"]\n"+
+		"[[mirrors]]\nregistry = \"docker.io\"\nendpoints = [\"https://mirror.example.com\"]\n", map[string]string{"KROPS_REGISTRY_NAME": "reg2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,8 @@ func TestProviderJSONCarriesEffectiveValuesWithFileKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"registry-name":"reg2"`, `"kind-cluster":"krops-one"`, `"kind-context":"kind-krops-one"`, `"mgmt-context":"krops-one-mgmt"`, `"mgmt-cluster":"one-management"`, `"capi-workloads":["w"]`, `"provider":{}`} {
+	for _, want := range []string{`"registry-name":"reg2"`, `"kind-cluster":"krops-one"`, `"kind-context":"kind-krops-one"`, `"mgmt-context":"krops-one-mgmt"`, `"mgmt-cluster":"one-management"`, `"capi-workloads":["w"]`, `"provider":{}`,
+		`"mirrors":[{"endpoints":["https://mirror.example.com"],"registry":"docker.io"}]`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %s", b, want)
 		}

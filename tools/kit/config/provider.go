@@ -7,11 +7,13 @@ import (
 )
 
 // ProviderJSON is what a provider plugin receives with Configure:
-// {"bootstrap": {...}, "environment": {...}, "provider": {...}} with the
-// file's kebab-case key names and the effective values (defaults and
+// {"bootstrap": {...}, "environment": {...}, "provider": {...},
+// "mirrors": [...]} with the file's kebab-case key names and the effective values (defaults and
 // overrides applied, names resolved for env): the environment's whole table
 // (the host's keys and the provider's) and the provider's own
-// [providers.<name>] table without the host's path and sha256.
+// [providers.<name>] table without the host's path and sha256. mirrors are
+// the [[mirrors]] kind's nodes use beside the provider's own: a provider
+// whose clusters' machines pull through the same mirrors reads them there.
 func (c *Config) ProviderJSON(env string) ([]byte, error) {
 	if _, ok := c.Environments[env]; !ok {
 		return nil, fmt.Errorf("unknown environment %q (known: %s)", env, c.knownEnvironments())
@@ -43,5 +45,9 @@ func (c *Config) ProviderJSON(env string) ([]byte, error) {
 			}
 		}
 	}
-	return json.Marshal(map[string]any{"bootstrap": bootstrap, "environment": environment, "provider": own})
+	mirrors := []map[string]any{}
+	for _, m := range c.Mirrors {
+		mirrors = append(mirrors, map[string]any{"registry": m.Registry, "endpoints": m.Endpoints})
+	}
+	return json.Marshal(map[string]any{"bootstrap": bootstrap, "environment": environment, "provider": own, "mirrors": mirrors})
 }

@@ -64,8 +64,10 @@ func checkEndpoint(e string) error {
 		return fmt.Errorf("endpoint %s carries credentials: a node's hosts.toml is readable by every pod that mounts the host, so krops writes none; use a mirror that allows anonymous pulls", redact(e))
 	case u.RawQuery != "" || u.Fragment != "":
 		return fmt.Errorf("endpoint %s has a query or fragment: give the mirror's base URL (and path, if it serves under one)", redact(e))
-	case strings.ContainsAny(e, "\"\\\n\r\t"):
-		return fmt.Errorf("endpoint %q has a quote, backslash or control character", redact(e))
+	case strings.ContainsAny(e, "\"'\\ \n\r\t"):
+		// CAPD's machines get the endpoints through a quoted YAML value and
+		// a ClusterClass template that refuses these too: percent-encode.
+		return fmt.Errorf("endpoint %q has a quote, backslash, space or control character: percent-encode it", redact(e))
 	}
 	return nil
 }

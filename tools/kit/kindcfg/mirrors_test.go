@@ -50,6 +50,7 @@ func TestMirrorMistakesAreNamed(t *testing.T) {
 		{"credentials", []Mirror{{Registry: "ghcr.io", Endpoints: []string{"https://bob:hunter2@mirror.example.com"}, Source: "s"}}, []string{"ghcr.io", "carries credentials", "REDACTED@mirror.example.com"}, "hunter2"},
 		{"query", []Mirror{{Registry: "ghcr.io", Endpoints: []string{"https://m.example.com/?token=abc"}, Source: "s"}}, []string{"query or fragment"}, ""},
 		{"quote", []Mirror{{Registry: "ghcr.io", Endpoints: []string{"https://m.example.com/\"x"}, Source: "s"}}, []string{"quote"}, ""},
+		{"single quote", []Mirror{{Registry: "ghcr.io", Endpoints: []string{"https://m.example.com/it's"}, Source: "s"}}, []string{"quote", "percent-encode"}, ""},
 		{"twice", []Mirror{
 			{Registry: "localhost:5001", Endpoints: []string{"http://a:5000"}, Source: "provider docker"},
 			{Registry: "localhost:5001", Endpoints: []string{"http://b:5000"}, Source: "bootstrap.toml [[mirrors]] entry 1"},

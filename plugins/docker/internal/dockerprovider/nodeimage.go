@@ -16,6 +16,7 @@ const (
 	clusterVarsName   = "cluster-vars"
 	varNodeImage      = "KROPS_NODE_IMAGE"
 	varKubernetes     = "KROPS_KUBERNETES_VERSION"
+	varMirrors        = "KROPS_REGISTRY_MIRRORS"
 	nodeImageVariable = "KROPS_KIND_NODE_IMAGE"
 )
 
@@ -43,20 +44,44 @@ func kubernetesVersionOf(image string) (string, error) {
 	return m[1], nil
 }
 
-// clusterVars is what the tree's Clusters need to run the node image kind
-// runs: flux-system/cluster-vars with the image and its Kubernetes version,
-// and the namespace it lives in. Without an override it is nothing: the
-// tree's defaults are kind's pinned image.
+// clusterVars is what the tree's Clusters need to run and pull as kind's
+// node does: flux-system/cluster-vars with the registry mirrors (the local
+// registry's and the configuration's, as JSON the ClusterClasses'
+// registryMirrors variable takes), and, when the run overrides it, the node
+// image and its Kubernetes version (the tree's defaults are kind's pinned
+// image). The pivot applies the same to the management cluster, so the
+// Clusters it takes over keep their machines' image and mirrors: a change
+// there would replace every machine.
 func (p *Provider) clusterVars() ([][]byte, []string, error) {
-	if p.s.nodeImage == "" {
-		return nil, nil, nil
+	mirrors := append([]sdk.RegistryMirror{p.localRegistryMirror()}, p.s.mirrors...)
+	type mirror struct {
+		Registry  string   `json:"registry"`
+		Endpoints []string `json:"endpoints"`
+	}
+	list := make([]mirror, 0, len(mirrors))
+	var registries []string
+	for _, m := range mirrors {
+		list = append(list, mirror{Registry: m.Registry, Endpoints: m.Endpoints})
+		registries = append(registries, m.Registry)
+	}
+	encoded, err := json.Marshal(list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding the registry mirrors for %s/%s: %w", fluxNamespace, clusterVarsName, err)
+	}
+	// The tree quotes the value with single quotes; krops-kind refuses
+	// them in endpoints, and JSON may spell one as \u0027 anyway.
+	data := map[string]any{varMirrors: strings.ReplaceAll(string(encoded), "'", `\u0027`)}
+	msgs := []string{fmt.Sprintf("CAPD machines pull %s through their mirrors (%s/%s)", strings.Join(registries, ", "), fluxNamespace, clusterVarsName)}
+	if p.s.nodeImage != "" {
+		data[varNodeImage], data[varKubernetes] = p.s.nodeImage, p.s.nodeKubernetes
+		msgs = append(msgs, fmt.Sprintf("CAPD machines run %s (Kubernetes %s, %s/%s)", p.s.nodeImage, p.s.nodeKubernetes, fluxNamespace, clusterVarsName))
 	}
 	docs := []map[string]any{
 		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": fluxNamespace}},
 		{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": clusterVarsName, "namespace": fluxNamespace,
 				"labels": map[string]any{"app.kubernetes.io/managed-by": "krops"}},
-			"data": map[string]any{varNodeImage: p.s.nodeImage, varKubernetes: p.s.nodeKubernetes}},
+			"data": data},
 	}
 	out := make([][]byte, 0, len(docs))
 	for _, d := range docs {
@@ -66,6 +91,5 @@ func (p *Provider) clusterVars() ([][]byte, []string, error) {
 		}
 		out = append(out, b)
 	}
-	msg := fmt.Sprintf("CAPD machines run %s (Kubernetes %s, %s/%s)", p.s.nodeImage, p.s.nodeKubernetes, fluxNamespace, clusterVarsName)
-	return out, []string{msg}, nil
+	return out, msgs, nil
 }

@@ -59,6 +59,9 @@ type settings struct {
 	// nodeImage overrides kind's pinned node image for CAPD's machines
 	// too; nodeKubernetes is its Kubernetes version.
 	nodeImage, nodeKubernetes string
+	// mirrors are the configuration's [[mirrors]], which CAPD's machines
+	// pull through as kind's node does.
+	mirrors []sdk.RegistryMirror
 }
 
 // New returns the provider.
@@ -105,6 +108,10 @@ type fileConfig struct {
 			MgmtContainerPrefix string `json:"mgmt-container-prefix"`
 		} `json:"teardown"`
 	} `json:"environment"`
+	Mirrors []struct {
+		Registry  string   `json:"registry"`
+		Endpoints []string `json:"endpoints"`
+	} `json:"mirrors"`
 }
 
 // Configure reads the environment and knobs.
@@ -123,6 +130,9 @@ func (p *Provider) Configure(_ context.Context, cfg sdk.Config) error {
 		engineSock:      cfg.Env["ENGINE_SOCK"],
 		toolbox:         cfg.Env["KROPS_TOOLBOX"] == "1",
 		containerHost:   cfg.Env["CONTAINER_HOST"],
+	}
+	for _, m := range fc.Mirrors {
+		s.mirrors = append(s.mirrors, sdk.RegistryMirror{Registry: m.Registry, Endpoints: m.Endpoints})
 	}
 	if v := cfg.Env["KROPS_REGISTRY_NAME"]; v != "" {
 		s.registryName = v
@@ -185,10 +195,14 @@ func (p *Provider) Preflight(ctx context.Context) ([]sdk.Check, error) {
 // registry container over the kind network: the name the host publishes
 // the registry under is the name images carry inside the cluster too.
 func (p *Provider) KindConfig(context.Context) (sdk.KindConfig, error) {
-	return sdk.KindConfig{RegistryMirrors: []sdk.RegistryMirror{{
+	return sdk.KindConfig{RegistryMirrors: []sdk.RegistryMirror{p.localRegistryMirror()}}, nil
+}
+
+func (p *Provider) localRegistryMirror() sdk.RegistryMirror {
+	return sdk.RegistryMirror{
 		Registry:  fmt.Sprintf("localhost:%d", p.s.registryPort),
 		Endpoints: []string{fmt.Sprintf("http://%s:%d", p.s.registryName, registryInternalPort)},
-	}}}, nil
+	}
 }
 
 // Hook runs the local registry once kind exists.

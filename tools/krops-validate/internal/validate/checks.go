@@ -421,6 +421,10 @@ var (
 
 // checkPlaceholders: every ${KROPS_*} is quoted and has a default, so an
 // unset run tag renders as a valid string instead of breaking the object.
+// A placeholder whose default is a JSON list or map stands for structured
+// data (Flux substitutes into the built YAML, where it parses as one): it
+// must be the whole value, unquoted, so the file says what Flux applies
+// (kustomize's build drops the quotes anyway).
 func checkPlaceholders(in *Input) Result {
 	r := Result{Check: "every ${KROPS_*} placeholder is quoted and has a default"}
 	for _, f := range sortedFiles(in.Files) {
@@ -429,6 +433,12 @@ func checkPlaceholders(in *Input) Result {
 				where := fmt.Sprintf("%s:%d", f, n+1)
 				if m[2] == "" {
 					r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("${%s} has no default: write ${%s:=<default>}", m[1], m[1])})
+				}
+				if strings.HasPrefix(m[3], "[") || strings.HasPrefix(m[3], "{") {
+					if !strings.HasSuffix(strings.TrimSpace(line), ": "+m[0]) {
+						r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("%s stands for a list or map: it must be the whole value, unquoted (key: %s)", m[0], m[0])})
+					}
+					continue
 				}
 				if q := quotedValue.FindStringSubmatch(line); q == nil || q[1] != q[3] || !strings.Contains(q[2], m[0]) {
 					r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("%s must be inside a quoted string", m[0])})

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"bytes"
 	"context"
 	"regexp"
 	"strings"
@@ -51,7 +52,9 @@ func TestClustersWithRealClusterAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// What Flux's substitution does when krops-run is absent.
+		// What Flux's substitution does with the docker provider's
+		// cluster-vars (the mirrors, a list), and with defaults for the rest.
+		b = bytes.ReplaceAll(b, []byte("${KROPS_REGISTRY_MIRRORS:=[]}"), []byte(testMirrors))
 		b = placeholderDefault.ReplaceAll(b, []byte("$1"))
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(b, &u.Object); err != nil {
@@ -93,10 +96,88 @@ func TestClustersWithRealClusterAPI(t *testing.T) {
 		v, _, _ := unstructured.NestedString(k.Object, "spec", "version")
 		owners[k.GetLabels()["cluster.x-k8s.io/cluster-name"]] = v
 	}
+	// Only the local-host classes have the registry-mirrors patch.
+	mirrored := map[string]bool{}
+	local := func(u unstructured.Unstructured) bool {
+		for _, c := range topology {
+			if c.GetName() == u.GetLabels()["cluster.x-k8s.io/cluster-name"] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range kcps.Items {
+		if !local(k) {
+			continue
+		}
+		spec, _, _ := unstructured.NestedMap(k.Object, "spec", "kubeadmConfigSpec")
+		if checkMirrorFiles(t, "KubeadmControlPlane "+k.GetName(), spec) {
+			mirrored[k.GetLabels()["cluster.x-k8s.io/cluster-name"]] = true
+		}
+	}
+	workers := &unstructured.UnstructuredList{}
+	workers.SetGroupVersionKind(schema.GroupVersionKind{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmConfigTemplateList"})
+	if err := cluster.Client.List(ctx, workers, client.InNamespace("default"), client.HasLabels{"cluster.x-k8s.io/cluster-name"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range workers.Items {
+		if !local(k) {
+			continue
+		}
+		spec, _, _ := unstructured.NestedMap(k.Object, "spec", "template", "spec")
+		if !checkMirrorFiles(t, "KubeadmConfigTemplate "+k.GetName(), spec) {
+			mirrored[k.GetLabels()["cluster.x-k8s.io/cluster-name"]] = false
+		}
+	}
+	for _, u := range topology {
+		if !mirrored[u.GetName()] {
+			t.Errorf("Cluster %s: its control plane or workers did not get the registry mirrors (KubeadmControlPlanes: %d, worker templates: %d)", u.GetName(), len(kcps.Items), len(workers.Items))
+		}
+	}
 	for _, u := range topology {
 		want, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "version")
 		if got, ok := owners[u.GetName()]; !ok || got != want {
 			t.Errorf("Cluster %s: the topology made no KubeadmControlPlane at %s (control planes by cluster: %v)", u.GetName(), want, owners)
 		}
 	}
+}
+
+// testMirrors is KROPS_REGISTRY_MIRRORS as the docker provider writes it.
+const testMirrors = `[{"registry":"localhost:5001","endpoints":["http://krops-registry:5000"]},` +
+	`{"registry":"docker.io","endpoints":["https://hub-cache.example.com","http://krops-registry:5000"]}]`
+
+// checkMirrorFiles checks what the local-host classes' registry-mirrors
+// patch renders into a kubeadm config: a containerd hosts.toml per mirrored
+// registry, with its endpoints in order and the registry as the server, and
+// the command that points containerd at them. It reports whether the
+// config was patched at all.
+func checkMirrorFiles(t *testing.T, what string, spec map[string]any) bool {
+	t.Helper()
+	files, _, _ := unstructured.NestedSlice(spec, "files")
+	cmds, _, _ := unstructured.NestedStringSlice(spec, "preKubeadmCommands")
+	if len(files) == 0 && len(cmds) == 0 {
+		return false
+	}
+	want := map[string]string{
+		"/etc/containerd/certs.d/localhost:5001/hosts.toml": "server = \"https://localhost:5001\"\n\n[host.\"http://krops-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+		"/etc/containerd/certs.d/docker.io/hosts.toml": "server = \"https://registry-1.docker.io\"\n\n[host.\"https://hub-cache.example.com\"]\n  capabilities = [\"pull\", \"resolve\"]\n" +
+			"\n[host.\"http://krops-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+	}
+	for _, f := range files {
+		m, _ := f.(map[string]any)
+		path, _ := m["path"].(string)
+		content, _ := m["content"].(string)
+		w, ok := want[path]
+		if !ok || !strings.HasSuffix(content, w) || m["permissions"] != "0644" {
+			t.Errorf("%s: file %s:\n%s\nwant it ending in:\n%s", what, path, content, w)
+		}
+		delete(want, path)
+	}
+	for path := range want {
+		t.Errorf("%s: no file %s", what, path)
+	}
+	if len(cmds) != 1 || !strings.Contains(cmds[0], `config_path = "/etc/containerd/certs.d"`) || !strings.Contains(cmds[0], "systemctl restart containerd") {
+		t.Errorf("%s: preKubeadmCommands %q do not point containerd at the hosts files", what, cmds)
+	}
+	return true
 }
