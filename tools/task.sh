@@ -12,5 +12,6 @@ fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$cache:$PATH"
 # --exit-code: a tool's own exit code (2 refused, 3 unknown state) reaches the caller
-# instead of task's generic 201.
-exec task --exit-code "$@"
+# instead of task's generic 201. By its path, so {{.TASK_EXE}} (what `task e2e`
+# hands the tests as KROPS_TASK_BIN) is a path and not a bare name.
+exec "$cache/task" --exit-code "$@"

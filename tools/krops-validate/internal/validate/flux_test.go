@@ -27,6 +27,7 @@ var clusterVars = map[string]string{
 	"AWS_ACCOUNT_ID": "123456789012", "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001",
 	"AZURE_TENANT_ID": "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003",
 	"GCP_PROJECT": "krops-test", "GCP_WIF_PROVIDER": "mgmt",
+	"KROPS_REGISTRY_MIRRORS": `[{"registry":"localhost:5001","endpoints":["http://krops-registry:5000"]}]`,
 }
 
 var fluxKustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
@@ -125,6 +126,25 @@ spec:
 		t.Errorf("%d Kustomizations did not apply:\n  %s\n%s", len(stuck), strings.Join(stuck, "\n  "), flux.Tail("kustomize-controller", 30))
 	}
 	t.Logf("%d of %d Kustomizations applied", len(names)-len(stuck), len(names))
+
+	// A list substituted from cluster-vars reaches the object as a list
+	// (Flux substitutes into the built YAML), which the ClusterClasses'
+	// registryMirrors variable requires.
+	cl := &unstructured.Unstructured{}
+	cl.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "local-management"}, cl); err != nil {
+		t.Fatal(err)
+	}
+	vars, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "variables")
+	var mirrors any
+	for _, v := range vars {
+		if m, _ := v.(map[string]any); m["name"] == "registryMirrors" {
+			mirrors = m["value"]
+		}
+	}
+	if l, ok := mirrors.([]any); !ok || len(l) != 1 || l[0].(map[string]any)["registry"] != "localhost:5001" {
+		t.Errorf("Cluster local-management's registryMirrors after Flux's substitution: %#v, want the list from cluster-vars", mirrors)
+	}
 }
 
 // unchained copies a tree's Kustomization for the test: same path and
