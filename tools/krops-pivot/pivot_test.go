@@ -282,9 +282,9 @@ func (w *world) checkMoved(t *testing.T, before map[string]map[string]any) {
 }
 
 // unanswered points every cluster of the kubeconfig at path to a port
-// nothing listens on, as a cluster that went away, and returns what
-// restores the file.
-func unanswered(t *testing.T, path string) (restore func()) {
+// nothing listens on, as a cluster that went away (or at server, when
+// given), and returns what restores the file.
+func unanswered(t *testing.T, path string, server ...string) (restore func()) {
 	t.Helper()
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -296,6 +296,9 @@ func unanswered(t *testing.T, path string) (restore func()) {
 	}
 	for _, c := range kc.Clusters {
 		c.Server = "https://127.0.0.1:1"
+		if len(server) > 0 {
+			c.Server = server[0]
+		}
 	}
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
@@ -452,6 +455,15 @@ func interrupted(t *testing.T) []string {
 		"the management cluster's API did not answer within 3s (the state is unknown)", "kind is kept")
 	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); strings.Contains(string(log), "rm -f") {
 		t.Fatalf("kind was deleted while the management cluster did not answer:\n%s", log)
+	}
+	restore()
+	// It accepts connections and never answers (a paused node): the wait
+	// for its nodes must not run out its 15 minutes before saying so.
+	restore = unanswered(t, mgmtKubeconfig, "https://"+testenv.SilentEndpoint(t))
+	mustCode(t, "management cluster silent", w.runArgs(t, []string{"--query-timeout", "2s"}), 3,
+		"the management cluster's API server stopped answering while the pivot waited for its nodes (the state is unknown)", "kind is kept")
+	if log, _ := os.ReadFile(filepath.Join(w.engineDir, "log")); strings.Contains(string(log), "rm -f") {
+		t.Fatalf("kind was deleted while the management cluster was silent:\n%s", log)
 	}
 	restore()
 

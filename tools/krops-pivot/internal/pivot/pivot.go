@@ -80,6 +80,11 @@ type Options struct {
 	StateDir string
 
 	ReadyTimeout, NodeTimeout, ProviderTimeout time.Duration
+	// QueryTimeout ends a wait whose API server has not answered for this
+	// long (a paused node, a dropped route): unknown state at once, rather
+	// than a wait that runs out its timeout and then blames what it waited
+	// for. Zero: only the wait's own timeout.
+	QueryTimeout time.Duration
 	// PollInterval is how often a wait for the management cluster says it
 	// is still waiting when nothing changes (MGMT_POLL_INTERVAL).
 	PollInterval time.Duration

@@ -30,7 +30,7 @@ func (r *run) waitProvisioned(ctx context.Context) error {
 		// What blocks, as last seen: a Cluster not listed yet until then.
 		pending := []kubewait.State{{Target: kubewait.Target{Kind: "Cluster", Namespace: r.o.Namespace}, Message: "not listed yet"}}
 		sets := []kubewait.Set{{Resource: clustersGVR, Namespace: r.o.Namespace}, {Resource: machinesGVR, Namespace: r.o.Namespace}}
-		err := kubewait.Until(ctx, kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout}, sets, func(snap kubewait.Snapshot) (bool, error) {
+		err := kubewait.Until(ctx, kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout, Silence: r.o.QueryTimeout}, sets, func(snap kubewait.Snapshot) (bool, error) {
 			var total int
 			pending, total = notProvisioned(r.o.Namespace, snap[0], snap[1])
 			if len(pending) > 0 {
@@ -39,7 +39,10 @@ func (r *run) waitProvisioned(ctx context.Context) error {
 			return len(pending) == 0, nil
 		})
 		var noAnswer *kubewait.NoAnswerError
+		var silent *kubewait.SilentError
 		switch {
+		case errors.As(err, &silent):
+			return fmt.Errorf("kind's API server stopped answering while the pivot waited for %s (%w): %v; nothing was moved, rerun the pivot once it answers", pending[0].String(), ErrUnknownState, silent)
 		case errors.As(err, &noAnswer):
 			return fmt.Errorf("listing Clusters and Machines in %s on kind: %w", r.o.Namespace, noAnswer)
 		case errors.Is(err, kubewait.ErrInterrupted):

@@ -66,10 +66,13 @@ func (r *run) waitNodes(ctx context.Context) error {
 		return err
 	}
 	return r.o.Progress.Wait(ctx, fmt.Sprintf("nodes of the management cluster (up to %s)", r.o.NodeTimeout), func(ctx context.Context) error {
-		err := kubewait.NodesReady(ctx, kubewait.Options{Client: r.dst.dyn, Timeout: r.o.NodeTimeout, Report: r.infof})
+		err := kubewait.NodesReady(ctx, kubewait.Options{Client: r.dst.dyn, Timeout: r.o.NodeTimeout, Silence: r.o.QueryTimeout, Report: r.infof})
 		var noAnswer *kubewait.NoAnswerError
 		var notReady *kubewait.NodesTimeoutError
+		var silent *kubewait.SilentError
 		switch {
+		case errors.As(err, &silent):
+			return fmt.Errorf("the management cluster's API server stopped answering while the pivot waited for its nodes (%w): %v; kind is kept, rerun the pivot once it answers", ErrUnknownState, silent)
 		case errors.As(err, &noAnswer):
 			why := "the call hung"
 			if noAnswer.Err != nil {

@@ -46,6 +46,7 @@ type Params struct {
 	CertManagerRepository, CAPIOperatorRepository string
 	RegistryInCluster                             string
 	NodeTimeout, ProviderTimeout                  time.Duration
+	QueryTimeout                                  time.Duration
 	Verbose                                       bool
 	Progress                                      *ui.Progress
 	// Out receives what the user reads; PluginStderr the plugin's logs.
@@ -209,7 +210,7 @@ func Load(ctx context.Context, sel *cli.Selected, p Params) (*Setup, error) {
 	*o = pivot.Options{
 		Source: source, Namespace: boot.MgmtNamespace, MgmtCluster: env.MgmtCluster, FluxNamespace: boot.FluxNamespace,
 		Target: mgmt, StateDir: filepath.Join(stateRoot, tags.RunID),
-		ReadyTimeout: sel.Knobs.MgmtReadyTimeout, NodeTimeout: p.NodeTimeout, ProviderTimeout: p.ProviderTimeout, PollInterval: sel.Knobs.MgmtPollInterval,
+		ReadyTimeout: sel.Knobs.MgmtReadyTimeout, NodeTimeout: p.NodeTimeout, ProviderTimeout: p.ProviderTimeout, QueryTimeout: p.QueryTimeout, PollInterval: sel.Knobs.MgmtPollInterval,
 		Fallbacks: fallbacks, Progress: p.Progress, Log: logr.Discard(),
 	}
 	if o.ReadyTimeout == 0 {
