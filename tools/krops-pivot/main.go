@@ -74,7 +74,7 @@ management cluster to work around a failure: providers treat that as deprovision
 			&ucli.StringFlag{Name: "registry-in-cluster", Usage: "registry address the management cluster pulls the artifact from (sync = oci; default: <registry-name>:5000)"},
 			&ucli.DurationFlag{Name: "node-timeout", Value: 15 * time.Minute, Usage: "how long to wait for the management cluster's nodes"},
 			&ucli.DurationFlag{Name: "provider-timeout", Value: 15 * time.Minute, Usage: "how long to wait for each chart and for the providers to be Ready"},
-			&ucli.DurationFlag{Name: "query-timeout", Value: budget.APIRequest, Usage: "how long an API server may stay silent during a wait (kind's while the Clusters provision, the management cluster's while its nodes come up) before the state is unknown (exit 3); 0 waits out the wait's own timeout"},
+			&ucli.DurationFlag{Name: "query-timeout", Value: budget.APIRequest, Usage: "how long an API server may stay silent during a wait (kind's for the management Cluster, its kubeconfig Secret and the Clusters' provisioning; the management cluster's for its nodes) before the state is unknown (exit 3); 0 waits out the wait's own timeout"},
 			&ucli.StringFlag{Name: "state-dir", Usage: "where the run's state, plan and backup go (default: <repository>/.krops/pivot)"},
 			&ucli.BoolFlag{Name: "from-bootstrap", Usage: "called as bootstrap's last step: do nothing unless BOOTSTRAP_PIVOT is 1"},
 		},

@@ -123,8 +123,8 @@ type Options struct {
 	// twice in a row: the progress a tool prints.
 	Report func(line string)
 	// Silence, when set, ends the wait with a *SilentError once an API
-	// server it watches has not answered a probe for this long (Until and
-	// Gone): a hung server otherwise looks like a long wait.
+	// server it watches has not answered a probe for this long (All, Until
+	// and Gone): a hung server otherwise looks like a long wait.
 	Silence time.Duration
 	// Heartbeat, with Report, repeats the current summary after this long
 	// without a change ("still waiting after 1m0s: ..."), so a long wait
@@ -191,6 +191,24 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 			hb.saw(line)
 		}
 	}
+	// A silent server ends the wait (Options.Silence): the listener stops
+	// the targets' watches, and ends itself once they are done.
+	var silent *SilentError
+	listened := make(chan struct{})
+	if o.Silence > 0 {
+		sets := make([]Set, len(targets))
+		for i, t := range targets {
+			sets[i] = Set{Resource: t.Resource, Namespace: t.Namespace, Client: t.Client}
+		}
+		go func() {
+			defer close(listened)
+			if silent = listenForSilence(ctx, o, sets); silent != nil {
+				stop()
+			}
+		}()
+	} else {
+		close(listened)
+	}
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -203,8 +221,13 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 		}()
 	}
 	wg.Wait()
+	stop()
+	<-listened
 	if parent.Err() != nil {
 		return fmt.Errorf("%w: %s", ErrInterrupted, w.blocking())
+	}
+	if silent != nil {
+		return silent
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

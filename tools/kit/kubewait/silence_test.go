@@ -135,3 +135,42 @@ func TestAWaitWhoseServerGoesSilentSaysSo(t *testing.T) {
 		t.Fatalf("a wait on an answering server: %v", err)
 	}
 }
+
+// All, the wait for objects to appear or become Ready, ends on a silent
+// server the same way; on an answering one Silence changes nothing.
+func TestAllEndsWhenItsServerGoesSilent(t *testing.T) {
+	c := testenv.APIServer(t, testenv.ClusterOptions{Name: "silence-all"})
+	p := newPausable(t, strings.TrimSuffix(strings.TrimPrefix(c.Config.Host, "https://"), "/"))
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Host = "https://" + p.addr
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	later := kubewait.Target{Resource: configMaps, Kind: "ConfigMap", Namespace: "default", Name: "later", Exists: true}
+
+	done := make(chan error, 1)
+	go func() {
+		done <- kubewait.All(context.Background(), kubewait.Options{Client: dyn, Timeout: 2 * time.Minute, Silence: 2 * time.Second}, later)
+	}()
+	// Nothing changes while the object is missing, so nothing is reported:
+	// the pause comes once the wait has listed and watches.
+	select {
+	case <-time.After(3 * time.Second):
+	case err := <-done:
+		t.Fatalf("the wait ended before the pause: %v", err)
+	}
+	p.set(true)
+	err := <-done
+	var se *kubewait.SilentError
+	if !errors.As(err, &se) || errors.Is(err, kubewait.ErrTimeout) {
+		t.Fatalf("err = %v, want a *SilentError", err)
+	}
+
+	p.set(false)
+	go func() {
+		done <- kubewait.All(context.Background(), kubewait.Options{Client: dyn, Timeout: 2 * time.Minute, Silence: 2 * time.Second}, later)
+	}()
+	time.Sleep(5 * time.Second) // longer than Silence, with probes answered
+	c.CreateYAML(t, context.Background(), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: later, namespace: default}\n")
+	if err := <-done; err != nil {
+		t.Fatalf("a wait on an answering server: %v", err)
+	}
+}

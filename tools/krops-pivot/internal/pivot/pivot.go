@@ -211,7 +211,7 @@ func (r *run) waitMgmtCluster(ctx context.Context) error {
 	}
 	return r.o.Progress.Wait(ctx, fmt.Sprintf("management Cluster %s/%s on kind (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
 		err := kubewait.All(ctx, r.mgmtWait(), t)
-		return r.withFluxState(ctx, err, "Flux has not created it")
+		return kindSilent(r.withFluxState(ctx, err, "Flux has not created it"), t.String())
 	})
 }
 
@@ -219,8 +219,18 @@ func (r *run) waitMgmtCluster(ctx context.Context) error {
 // reports it, with a heartbeat at PollInterval: provisioning takes many
 // minutes on a cloud, in which nothing may change.
 func (r *run) mgmtWait() kubewait.Options {
-	return kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout, Heartbeat: r.o.PollInterval,
+	return kubewait.Options{Client: r.src.dyn, Timeout: r.o.ReadyTimeout, Heartbeat: r.o.PollInterval, Silence: r.o.QueryTimeout,
 		Report: func(line string) { r.o.Progress.Infof("%s", line) }}
+}
+
+// kindSilent words a wait on kind that ended because kind stopped
+// answering: unknown state, and nothing was changed.
+func kindSilent(err error, what string) error {
+	var silent *kubewait.SilentError
+	if errors.As(err, &silent) {
+		return fmt.Errorf("kind's API server stopped answering while the pivot waited for %s (%w): %v; nothing was changed, rerun the pivot once it answers", what, ErrUnknownState, silent)
+	}
+	return err
 }
 
 // waitKubeconfigSecret waits for CAPI's kubeconfig Secret: the one signal
@@ -228,7 +238,7 @@ func (r *run) mgmtWait() kubewait.Options {
 func (r *run) waitKubeconfigSecret(ctx context.Context) error {
 	t := kubewait.Target{Resource: secretsGVR, Kind: "Secret", Namespace: r.o.Namespace, Name: r.o.MgmtCluster + "-kubeconfig", Exists: true}
 	return r.o.Progress.Wait(ctx, fmt.Sprintf("kubeconfig Secret %s/%s-kubeconfig (up to %s)", r.o.Namespace, r.o.MgmtCluster, r.o.ReadyTimeout), func(ctx context.Context) error {
-		err := kubewait.All(ctx, r.mgmtWait(), t)
+		err := kindSilent(kubewait.All(ctx, r.mgmtWait(), t), t.String())
 		var te *kubewait.TimeoutError
 		if errors.As(err, &te) {
 			return fmt.Errorf("%w; Cluster API has not provisioned the management cluster yet: `kubectl --context %s -n %s describe cluster %s` says why; rerun the pivot to go on waiting",
