@@ -461,7 +461,8 @@ func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
 		return
 	}
 	for _, q := range [][]string{{"get", "pods", "-A", "-o", "wide"}, {"get", "fluxinstance,kustomization,ocirepository", "-A"},
-		{"describe", "pods", "-n", "flux-system"}, {"get", "events", "-A", "--sort-by=.lastTimestamp"}} {
+		{"describe", "pods", "-n", "flux-system"}, {"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"get", "fluxinstance", "-A", "-o", "yaml"}, {"logs", "-n", "flux-system", "deploy/flux-operator", "--tail=60"}} {
 		out, _ := kubectl(q...)
 		t.Logf("kubectl %s:\n%s", strings.Join(q, " "), out)
 	}
