@@ -65,8 +65,8 @@ func checkEndpoint(e string) error {
 	case u.RawQuery != "" || u.Fragment != "":
 		return fmt.Errorf("endpoint %s has a query or fragment: give the mirror's base URL (and path, if it serves under one)", redact(e))
 	case strings.ContainsAny(e, "\"'\\ \n\r\t"):
-		// CAPD's machines get the endpoints through a quoted YAML value and
-		// a ClusterClass template that refuses these too: percent-encode.
+		// The local-host ClusterClasses' registryMirrors variable refuses
+		// these too (CAPD's machines get the same list): percent-encode.
 		return fmt.Errorf("endpoint %q has a quote, backslash, space or control character: percent-encode it", redact(e))
 	}
 	return nil

@@ -53,24 +53,17 @@ func kubernetesVersionOf(image string) (string, error) {
 // Clusters it takes over keep their machines' image and mirrors: a change
 // there would replace every machine.
 func (p *Provider) clusterVars() ([][]byte, []string, error) {
-	mirrors := append([]sdk.RegistryMirror{p.localRegistryMirror()}, p.s.mirrors...)
-	type mirror struct {
-		Registry  string   `json:"registry"`
-		Endpoints []string `json:"endpoints"`
-	}
-	list := make([]mirror, 0, len(mirrors))
+	local := p.localRegistryMirror()
+	mirrors := append([]registryMirror{{Registry: local.Registry, Endpoints: local.Endpoints}}, p.s.mirrors...)
 	var registries []string
 	for _, m := range mirrors {
-		list = append(list, mirror{Registry: m.Registry, Endpoints: m.Endpoints})
 		registries = append(registries, m.Registry)
 	}
-	encoded, err := json.Marshal(list)
+	encoded, err := json.Marshal(mirrors)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the registry mirrors for %s/%s: %w", fluxNamespace, clusterVarsName, err)
 	}
-	// The tree quotes the value with single quotes; krops-kind refuses
-	// them in endpoints, and JSON may spell one as \u0027 anyway.
-	data := map[string]any{varMirrors: strings.ReplaceAll(string(encoded), "'", `\u0027`)}
+	data := map[string]any{varMirrors: string(encoded)}
 	msgs := []string{fmt.Sprintf("CAPD machines pull %s through their mirrors (%s/%s)", strings.Join(registries, ", "), fluxNamespace, clusterVarsName)}
 	if p.s.nodeImage != "" {
 		data[varNodeImage], data[varKubernetes] = p.s.nodeImage, p.s.nodeKubernetes

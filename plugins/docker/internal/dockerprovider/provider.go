@@ -61,7 +61,14 @@ type settings struct {
 	nodeImage, nodeKubernetes string
 	// mirrors are the configuration's [[mirrors]], which CAPD's machines
 	// pull through as kind's node does.
-	mirrors []sdk.RegistryMirror
+	mirrors []registryMirror
+}
+
+// registryMirror is one mirror as the host sends [[mirrors]] and as the
+// ClusterClasses' registryMirrors variable takes it.
+type registryMirror struct {
+	Registry  string   `json:"registry"`
+	Endpoints []string `json:"endpoints"`
 }
 
 // New returns the provider.
@@ -108,10 +115,7 @@ type fileConfig struct {
 			MgmtContainerPrefix string `json:"mgmt-container-prefix"`
 		} `json:"teardown"`
 	} `json:"environment"`
-	Mirrors []struct {
-		Registry  string   `json:"registry"`
-		Endpoints []string `json:"endpoints"`
-	} `json:"mirrors"`
+	Mirrors []registryMirror `json:"mirrors"`
 }
 
 // Configure reads the environment and knobs.
@@ -131,9 +135,7 @@ func (p *Provider) Configure(_ context.Context, cfg sdk.Config) error {
 		toolbox:         cfg.Env["KROPS_TOOLBOX"] == "1",
 		containerHost:   cfg.Env["CONTAINER_HOST"],
 	}
-	for _, m := range fc.Mirrors {
-		s.mirrors = append(s.mirrors, sdk.RegistryMirror{Registry: m.Registry, Endpoints: m.Endpoints})
-	}
+	s.mirrors = fc.Mirrors
 	if v := cfg.Env["KROPS_REGISTRY_NAME"]; v != "" {
 		s.registryName = v
 	}
