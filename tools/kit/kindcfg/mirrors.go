@@ -101,16 +101,18 @@ func MirrorFiles(mirrors []Mirror) (map[string]string, error) {
 		}
 		seen[m.Registry] = m.Source
 		registries = append(registries, m.Registry)
-		files[path.Join(m.Registry, "hosts.toml")] = hostsTOML(m)
+		files[path.Join(m.Registry, "hosts.toml")] = HostsTOML(m)
 	}
 	slices.Sort(registries)
 	files[Manifest] = strings.Join(registries, "\n") + "\n"
 	return files, nil
 }
 
-// hostsTOML is containerd's hosts.toml for m: each endpoint may pull and
-// resolve; the registry itself stays the fallback (server).
-func hostsTOML(m Mirror) string {
+// HostsTOML is containerd's hosts.toml for m: each endpoint may pull and
+// resolve; the registry itself stays the fallback (server). Its first line
+// is a comment naming the source. The local-host ClusterClasses write the
+// same files on CAPD's machines from a template (validate's tests compare).
+func HostsTOML(m Mirror) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# written by krops-kind (%s)\n", m.Source)
 	server := "https://" + m.Registry

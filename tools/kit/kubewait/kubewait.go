@@ -191,24 +191,11 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 			hb.saw(line)
 		}
 	}
-	// A silent server ends the wait (Options.Silence): the listener stops
-	// the targets' watches, and ends itself once they are done.
-	var silent *SilentError
-	listened := make(chan struct{})
-	if o.Silence > 0 {
-		sets := make([]Set, len(targets))
-		for i, t := range targets {
-			sets[i] = Set{Resource: t.Resource, Namespace: t.Namespace, Client: t.Client}
-		}
-		go func() {
-			defer close(listened)
-			if silent = listenForSilence(ctx, o, sets); silent != nil {
-				stop()
-			}
-		}()
-	} else {
-		close(listened)
+	sets := make([]Set, len(targets))
+	for i, t := range targets {
+		sets[i] = Set{Resource: t.Resource, Namespace: t.Namespace, Client: t.Client}
 	}
+	heardSilence := watchSilence(ctx, o, sets, stop)
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -222,7 +209,7 @@ func All(ctx context.Context, o Options, targets ...Target) error {
 	}
 	wg.Wait()
 	stop()
-	<-listened
+	silent := heardSilence()
 	if parent.Err() != nil {
 		return fmt.Errorf("%w: %s", ErrInterrupted, w.blocking())
 	}

@@ -97,19 +97,7 @@ func Until(ctx context.Context, o Options, sets []Set, check func(Snapshot) (don
 		return finished
 	}
 	var wg sync.WaitGroup
-	var silent *SilentError
-	if o.Silence > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := listenForSilence(ctx, o, sets); err != nil {
-				mu.Lock()
-				silent = err
-				mu.Unlock()
-				stop()
-			}
-		}()
-	}
+	heardSilence := watchSilence(ctx, o, sets, stop)
 	for i, set := range sets {
 		client := set.Client
 		if client == nil {
@@ -155,6 +143,8 @@ func Until(ctx context.Context, o Options, sets []Set, check func(Snapshot) (don
 		}()
 	}
 	wg.Wait()
+	stop()
+	silent := heardSilence()
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -191,6 +181,25 @@ func (e *SilentError) Error() string {
 }
 
 func (e *SilentError) Unwrap() error { return e.Err }
+
+// watchSilence runs listenForSilence beside a wait when o.Silence is set,
+// calling stop once a server has gone silent. The returned func, called
+// after the wait's own work has ended and stop has been called, reports
+// what it heard (nil: the servers answered, or Silence is off).
+func watchSilence(ctx context.Context, o Options, sets []Set, stop func()) func() *SilentError {
+	if o.Silence <= 0 {
+		return func() *SilentError { return nil }
+	}
+	heard := make(chan *SilentError, 1)
+	go func() {
+		s := listenForSilence(ctx, o, sets)
+		if s != nil {
+			stop()
+		}
+		heard <- s
+	}()
+	return func() *SilentError { return <-heard }
+}
 
 // listenForSilence probes each set's API server with a one-item list while
 // the wait runs: a watch on a server that hangs (a paused container, a

@@ -39,10 +39,9 @@ func (r *run) waitProvisioned(ctx context.Context) error {
 			return len(pending) == 0, nil
 		})
 		var noAnswer *kubewait.NoAnswerError
-		var silent *kubewait.SilentError
 		switch {
-		case errors.As(err, &silent):
-			return fmt.Errorf("kind's API server stopped answering while the pivot waited for %s (%w): %v; nothing was moved, rerun the pivot once it answers", pending[0].String(), ErrUnknownState, silent)
+		case errors.As(err, new(*kubewait.SilentError)):
+			return kindSilent(err, pending[0].String())
 		case errors.As(err, &noAnswer):
 			return fmt.Errorf("listing Clusters and Machines in %s on kind: %w", r.o.Namespace, noAnswer)
 		case errors.Is(err, kubewait.ErrInterrupted):

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kropsdev/krops/tools/kit/kindcfg"
 	"github.com/kropsdev/krops/tools/testenv"
 )
 
@@ -158,10 +159,18 @@ func checkMirrorFiles(t *testing.T, what string, spec map[string]any) bool {
 	if len(files) == 0 && len(cmds) == 0 {
 		return false
 	}
+	// What krops-kind writes on kind's node for the same mirrors, less its
+	// comment line.
+	kindWrites := func(m kindcfg.Mirror) string {
+		f := kindcfg.HostsTOML(m)
+		return f[strings.Index(f, "\n")+1:]
+	}
 	want := map[string]string{
-		"/etc/containerd/certs.d/localhost:5001/hosts.toml": "server = \"https://localhost:5001\"\n\n[host.\"http://krops-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
-		"/etc/containerd/certs.d/docker.io/hosts.toml": "server = \"https://registry-1.docker.io\"\n\n[host.\"https://hub-cache.example.com\"]\n  capabilities = [\"pull\", \"resolve\"]\n" +
-			"\n[host.\"http://krops-registry:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+		"/etc/containerd/certs.d/localhost:5001/hosts.toml": kindWrites(kindcfg.Mirror{Registry: "localhost:5001", Endpoints: []string{"http://krops-registry:5000"}}),
+		"/etc/containerd/certs.d/docker.io/hosts.toml":      kindWrites(kindcfg.Mirror{Registry: "docker.io", Endpoints: []string{"https://hub-cache.example.com", "http://krops-registry:5000"}}),
+	}
+	if !strings.Contains(want["/etc/containerd/certs.d/docker.io/hosts.toml"], `server = "https://registry-1.docker.io"`) {
+		t.Fatalf("kind's hosts.toml for docker.io: %q", want["/etc/containerd/certs.d/docker.io/hosts.toml"])
 	}
 	for _, f := range files {
 		m, _ := f.(map[string]any)
