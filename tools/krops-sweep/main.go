@@ -86,8 +86,9 @@ a management context whose cluster does not answer while kind does is unknown st
      too; aws: every Cluster but the management one; local-talos: all of them) and watched until Cluster API has
      removed them (CLUSTER_DELETE_TIMEOUT);
   4. the provider's cloud sweep (aws: every resource in scope, the management cluster's included);
-  5. the Cluster API providers (addons first, core last; PROVIDER_DELETE_TIMEOUT), the FluxInstance, the Flux
-     Operator release and the Secrets krops created;
+  5. the Cluster API providers (addons first, core last; PROVIDER_DELETE_TIMEOUT); Flux's own objects while its
+     controllers run (ResourceSets, then every Kustomization and HelmRelease, suspended first so nothing is pruned,
+     and the sources); the FluxInstance, the Flux Operator release and the Secrets krops created;
   6. the controller host (kind; local-host's management containers and then the registry) — only when step 3
      confirmed every Cluster gone, or with FORCE_KIND_DELETE=1 — and then the management context, once that
      cluster is gone.

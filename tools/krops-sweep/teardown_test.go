@@ -96,7 +96,15 @@ func newSite(t *testing.T) *site {
 	if err := os.WriteFile(filepath.Join(src, "apps", "svc.yaml"), []byte("apiVersion: v1\nkind: Service\nmetadata: {name: ingress, namespace: default}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: src, Paths: []string{"apps"}, Revision: "main@sha1:0000000000000000000000000000000000000001"})
+	// What an ordinary Kustomization applied: the teardown must not prune
+	// it (the host takes it along).
+	if err := os.MkdirAll(filepath.Join(src, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "config", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied, namespace: default}\ndata: {k: v}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: src, Paths: []string{"apps", "config"}, Revision: "main@sha1:0000000000000000000000000000000000000001"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +115,11 @@ func newSite(t *testing.T) *site {
 		fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {interval: 1m, url: oci://%s/krops, insecure: true, ref: {tag: latest}}\n", reg.Host),
 		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {interval: 1m, prune: true, path: ./apps, sourceRef: {kind: OCIRepository, name: flux-system}}\n",
 		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: clusters, namespace: flux-system}\nspec: {interval: 1m, prune: true, suspend: false, path: ./nothing, sourceRef: {kind: OCIRepository, name: flux-system}}\n",
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: config, namespace: flux-system}\nspec: {interval: 1m, prune: true, path: ./config, sourceRef: {kind: OCIRepository, name: flux-system}}\n",
+		// No helm-controller runs here: the HelmRelease shows the order of
+		// krops's requests only.
+		"apiVersion: v1\nkind: Namespace\nmetadata: {name: cert-manager}\n",
+		"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cert-manager, namespace: cert-manager}\nspec: {interval: 1h, chart: {spec: {chart: cert-manager, sourceRef: {kind: HelmRepository, name: jetstack, namespace: flux-system}}}}\n",
 		"apiVersion: v1\nkind: Namespace\nmetadata: {name: capi-system}\n",
 		"apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: CoreProvider\nmetadata: {name: cluster-api, namespace: capi-system}\nspec: {version: v1.14.2}\n",
 		"apiVersion: operator.cluster.x-k8s.io/v1alpha2\nkind: InfrastructureProvider\nmetadata: {name: docker, namespace: capi-system}\nspec: {version: v1.14.2}\n",
@@ -126,11 +139,14 @@ func newSite(t *testing.T) *site {
 	}
 	s.kind.CreateYAML(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: local-workload-kubeconfig, namespace: default, labels: {cluster.x-k8s.io/cluster-name: local-workload}}\ntype: cluster.x-k8s.io/secret\ndata: {value: %s}\n", base64.StdEncoding.EncodeToString(kc)))
 	s.kind.CreateYAML(t, ctx, "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: workload-apps, namespace: default}\nspec: {interval: 1m, prune: true, path: ./apps, sourceRef: {kind: OCIRepository, name: flux-system, namespace: flux-system}, kubeConfig: {secretRef: {name: local-workload-kubeconfig}}}\n")
-	// Flux has applied the Services before the teardown starts.
-	s.waitFor(t, "the LoadBalancer Services from Flux", func() bool {
+	// Flux has applied the Services and the ConfigMap before the teardown
+	// starts.
+	s.waitFor(t, "the LoadBalancer Services and the ConfigMap from Flux", func() bool {
 		var svc corev1.Service
+		var cm corev1.ConfigMap
 		return s.kind.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil &&
-			s.workload.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil
+			s.workload.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ingress"}, &svc) == nil &&
+			s.kind.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "applied"}, &cm) == nil
 	})
 	return s
 }
@@ -161,7 +177,7 @@ func newBaseWith(t *testing.T, config string, plugins []string, flux, stack bool
 	s := &site{}
 	s.stuck.Store("")
 	s.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-krops-local-host", Webhooks: true,
-		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxOperator}})
+		CRDs: []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm, testenv.FluxOperator}})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.ctx = ctx
@@ -291,7 +307,10 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stderr, "would delete Kustomization flux-system/apps (owns Services default/ingress)") ||
 		!strings.Contains(r.Stderr, "would delete Kustomization default/workload-apps (owns Services default/ingress on local-workload)") ||
 		!strings.Contains(r.Stderr, "would delete Cluster default/local-workload") || !strings.Contains(r.Stderr, "would delete Cluster default/local-management") ||
-		!strings.Contains(r.Stderr, "would remove the controller host kind") {
+		!strings.Contains(r.Stderr, "would remove the controller host kind") ||
+		!strings.Contains(r.Stderr, "would suspend HelmRelease cert-manager/cert-manager") ||
+		!strings.Contains(r.Stderr, "would delete Kustomization flux-system/config (Flux's controllers still run") ||
+		strings.Count(r.Stderr, "would suspend Kustomization flux-system/config") != 1 {
 		t.Fatalf("dry run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if w := s.rec.Writes(); len(w) != 0 {
@@ -320,6 +339,31 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 			t.Fatalf("requests out of order (%v):\n%s", order, strings.Join(writes, "\n"))
 		}
 	}
+	// Flux's objects went after the providers and before the FluxInstance,
+	// each applier suspended before its deletion; the real
+	// kustomize-controller finalized them without pruning.
+	for _, o := range []struct{ first, then string }{
+		{"DELETE /coreproviders/cluster-api", "DELETE /kustomizations/config"},
+		{"PATCH /kustomizations/config", "DELETE /kustomizations/config"},
+		{"PATCH /helmreleases/cert-manager", "DELETE /helmreleases/cert-manager"},
+		{"DELETE /kustomizations/config", "DELETE /fluxinstances/flux"},
+		{"DELETE /kustomizations/clusters", "DELETE /fluxinstances/flux"},
+		{"DELETE /helmreleases/cert-manager", "DELETE /fluxinstances/flux"},
+		{"DELETE /ocirepositories/flux-system", "DELETE /fluxinstances/flux"},
+	} {
+		fm, fs, _ := strings.Cut(o.first, " ")
+		tm, ts, _ := strings.Cut(o.then, " ")
+		if f, th := index(writes, fm, fs), index(writes, tm, ts); f < 0 || th < 0 || f > th {
+			t.Errorf("%s must come before %s:\n%s", o.first, o.then, strings.Join(writes, "\n"))
+		}
+	}
+	if s.exists(t, schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}, "flux-system", "config") {
+		t.Error("Kustomization flux-system/config is still there")
+	}
+	var applied corev1.ConfigMap
+	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "applied"}, &applied); err != nil {
+		t.Errorf("what the suspended Kustomization applied was pruned (it goes with the host): %v", err)
+	}
 	// The infrastructure provider went before its core, per the order.
 	if index(writes, "DELETE", "/infrastructureproviders/docker") > order[3] {
 		t.Errorf("the core provider went before the infrastructure provider:\n%s", strings.Join(writes, "\n"))
@@ -346,7 +390,7 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 	if !s.kindDeleted() {
 		t.Errorf("kind was not deleted")
 	}
-	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"Cluster default/local-management"`, `"kind cluster (kind-krops-local-host)"`, `"Secret default/sops-age"`} {
+	for _, want := range []string{`"controller_host": "kind"`, `"Cluster default/local-workload"`, `"Cluster default/local-management"`, `"kind cluster (kind-krops-local-host)"`, `"Secret default/sops-age"`, `"Kustomization flux-system/config"`, `"HelmRelease cert-manager/cert-manager"`, `"OCIRepository flux-system/flux-system"`} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("summary lacks %s:\n%s", want, r.Stdout)
 		}

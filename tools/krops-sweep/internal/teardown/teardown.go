@@ -48,6 +48,24 @@ var (
 	kustomizationsGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
 	servicesGVR       = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	fluxInstancesGVR  = schema.GroupVersionResource{Group: "fluxcd.controlplane.io", Version: "v1", Resource: "fluxinstances"}
+	resourceSetsGVR   = schema.GroupVersionResource{Group: "fluxcd.controlplane.io", Version: "v1", Resource: "resourcesets"}
+	helmReleasesGVR   = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+	// fluxObjects are the Flux kinds whose finalizers need a running
+	// controller: the appliers (suspended before deletion, so that they
+	// prune and uninstall nothing) and the sources.
+	fluxObjects = []struct {
+		gvr     schema.GroupVersionResource
+		kind    string
+		applies bool
+	}{
+		{kustomizationsGVR, "Kustomization", true},
+		{helmReleasesGVR, "HelmRelease", true},
+		{schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmcharts"}, "HelmChart", false},
+		{schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmrepositories"}, "HelmRepository", false},
+		{schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}, "OCIRepository", false},
+		{schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}, "GitRepository", false},
+		{schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "buckets"}, "Bucket", false},
+	}
 	// providerOrder is the CAPI operator's provider kinds in deletion
 	// order: addons first, core last.
 	providerOrder = []string{"addonproviders", "ipamproviders", "runtimeextensionproviders", "controlplaneproviders", "bootstrapproviders", "infrastructureproviders", "coreproviders"}
@@ -695,6 +713,9 @@ func (r *run) providers(ctx context.Context) error {
 				return err
 			}
 		}
+		if err := r.releaseFlux(ctx); err != nil {
+			return err
+		}
 		instances, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, fluxInstancesGVR, r.o.FluxNamespace, "FluxInstances")
 		if err != nil {
 			return err
@@ -741,6 +762,91 @@ func (r *run) providers(ctx context.Context) error {
 		return nil
 	})
 }
+
+// releaseFlux deletes Flux's own objects on the host while their
+// controllers still run, before the FluxInstance: the ResourceSets first
+// (their generated objects would otherwise come back), then every
+// Kustomization and HelmRelease, suspended first so that it prunes and
+// uninstalls nothing, and the sources. The Flux Operator's uninstall
+// deletes these anyway, with the CRDs, after stopping the controllers and
+// clearing their finalizers; a controller pod still terminating re-adds a
+// finalizer it finds missing, and the uninstall then waits five minutes
+// on a CRD that cannot go (seen on the real engine). What the appliers
+// applied stays, as with the uninstall: it goes with the host.
+func (r *run) releaseFlux(ctx context.Context) error {
+	sets, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, resourceSetsGVR, "", "Flux ResourceSets")
+	if err != nil {
+		return err
+	}
+	// The ResourceSets' objects are suspended before the sets go, so their
+	// deletion by the operator prunes nothing either.
+	var appliers, sources []fluxObject
+	for _, k := range fluxObjects {
+		items, err := list(ctx, r.o.QueryTimeout, r.dyn, r.disc, k.gvr, "", "Flux "+k.kind+" objects")
+		if err != nil {
+			return err
+		}
+		for _, u := range items {
+			o := fluxObject{gvr: k.gvr, kind: k.kind, ns: u.GetNamespace(), name: u.GetName()}
+			if !k.applies {
+				sources = append(sources, o)
+				continue
+			}
+			appliers = append(appliers, o)
+			if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s || u.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if r.o.DryRun && k.gvr == kustomizationsGVR && o.ns == r.o.FluxNamespace {
+				continue // suspend-flux planned it
+			}
+			r.plan("suspend %s", o)
+			if r.o.DryRun {
+				continue
+			}
+			qctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
+			_, err := r.dyn.Resource(o.gvr).Namespace(o.ns).Patch(qctx, o.name, types.MergePatchType, []byte(`{"spec":{"suspend":true}}`), metav1.PatchOptions{FieldManager: FieldManager})
+			cancel()
+			if err != nil && !apierrors.IsNotFound(err) {
+				return &UnknownError{What: "suspending " + o.String(), Err: err}
+			}
+		}
+	}
+	var rs []fluxObject
+	for _, u := range sets {
+		rs = append(rs, fluxObject{gvr: resourceSetsGVR, kind: "ResourceSet", ns: u.GetNamespace(), name: u.GetName()})
+	}
+	for _, group := range [][]fluxObject{rs, append(appliers, sources...)} {
+		var wait []kubewait.Target
+		for _, o := range group {
+			r.plan("delete %s (Flux's controllers still run; nothing it applied is pruned)", o)
+			if r.o.DryRun {
+				continue
+			}
+			found, err := r.del(ctx, o.gvr, o.ns, o.name)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue // a ResourceSet's, gone with it
+			}
+			wait = append(wait, kubewait.Target{Resource: o.gvr, Namespace: o.ns, Name: o.name, Kind: o.kind})
+			r.sum.Deleted = append(r.sum.Deleted, o.String())
+		}
+		if err := r.waitGone(ctx, wait, r.o.ProviderTimeout, "PROVIDER_DELETE_TIMEOUT"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fluxObject is one Flux object on the host.
+type fluxObject struct {
+	gvr      schema.GroupVersionResource
+	kind     string
+	ns, name string
+}
+
+func (o fluxObject) String() string { return o.kind + " " + o.ns + "/" + o.name }
 
 // removeHost removes the controller host when every Cluster is confirmed
 // gone, or when forced. A self-managed cluster is never asked to delete
