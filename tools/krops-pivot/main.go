@@ -69,8 +69,8 @@ management cluster to work around a failure: providers treat that as deprovision
 		Version: version,
 		Knobs:   knobs,
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "cert-manager-repository", Value: install.CertManagerRepository, Usage: "Helm repository of the cert-manager chart"},
-			&ucli.StringFlag{Name: "capi-operator-repository", Value: install.CAPIOperatorRepository, Usage: "Helm repository of the cluster-api-operator chart"},
+			&ucli.StringFlag{Name: "cert-manager-repository", Usage: "Helm repository of the cert-manager chart (default: KROPS_CHART_REPOSITORY, else " + install.CertManagerRepository + ")"},
+			&ucli.StringFlag{Name: "capi-operator-repository", Usage: "Helm repository of the cluster-api-operator chart (default: KROPS_CHART_REPOSITORY, else " + install.CAPIOperatorRepository + ")"},
 			&ucli.StringFlag{Name: "registry-in-cluster", Usage: "registry address the management cluster pulls the artifact from (sync = oci; default: <registry-name>:5000)"},
 			&ucli.DurationFlag{Name: "node-timeout", Value: 15 * time.Minute, Usage: "how long to wait for the management cluster's nodes"},
 			&ucli.DurationFlag{Name: "provider-timeout", Value: 15 * time.Minute, Usage: "how long to wait for each chart and for the providers to be Ready"},

@@ -44,7 +44,7 @@ func KnobTable() []Knob {
 		{"KROPS_REGISTRY_NAME", "registry-name", "container name of the local OCI registry (overrides bootstrap.registry-name)", "krops-registry"},
 		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
 		{"REGISTRY_READY_RETRIES", "registry-ready-retries", "extra one-second attempts of the registry readiness probe", "120"},
-		{"KROPS_CHART_REPOSITORY", "chart-repository", "repository the flux-operator chart is installed from: oci://host/path (a mirror, an air-gap registry; the local registry speaks plain HTTP) or an https:// chart repository", DefaultChartRepository},
+		{"KROPS_CHART_REPOSITORY", "chart-repository", "one repository every chart krops installs comes from (flux-operator, cert-manager, cluster-api-operator, at <repository>/<chart>): the seed's and the pivot's installs and the trees' HelmRepositories; oci://host/path (a mirror, an air-gap registry; the local registry speaks plain HTTP) or an https:// chart repository", "each chart's upstream repository"},
 		{"LOCAL_RECONCILE_TIMEOUT", "local-reconcile-timeout", "how long local-host waits for Flux to reconcile", "15m"},
 		{"CONTAINER_ENGINE", "container-engine", "container engine: docker or podman", "docker if it answers, else podman"},
 		{"ENGINE_SOCK", "engine-sock", "engine socket mounted into kind nodes", "detected from the engine"},
@@ -104,7 +104,9 @@ func (s Secret) GoString() string { return s.String() }
 type Knobs struct {
 	Profile string
 	// NodeImage is empty when unset: the inventory's pin applies.
-	NodeImage             string
+	NodeImage string
+	// ChartRepository is empty when unset: each chart's upstream
+	// (ChartRepositoryOr).
 	ChartRepository       string
 	RegistryPort          uint16
 	RegistryReadyRetries  uint32
@@ -242,7 +244,7 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	k := &Knobs{
 		Profile:               str("KROPS_PROFILE", ""),
 		NodeImage:             strings.TrimSpace(str("KROPS_KIND_NODE_IMAGE", "")),
-		ChartRepository:       strings.TrimSpace(str("KROPS_CHART_REPOSITORY", DefaultChartRepository)),
+		ChartRepository:       strings.TrimSpace(str("KROPS_CHART_REPOSITORY", "")),
 		RegistryReadyRetries:  uint32(uintKnob("REGISTRY_READY_RETRIES", 120, 32)),
 		LocalReconcileTimeout: dur("LOCAL_RECONCILE_TIMEOUT", 15*time.Minute, true),
 		ContainerEngine:       str("CONTAINER_ENGINE", ""),
@@ -310,7 +312,7 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 			bad("KROPS_KIND_NODE_IMAGE", k.NodeImage, "an image reference such as registry.example.com/kindest/node:v1.37.0 ("+err.Error()+")")
 		}
 	}
-	if err := CheckChartRepository(k.ChartRepository); err != nil {
+	if err := CheckChartRepository(k.ChartRepository); k.ChartRepository != "" && err != nil {
 		bad("KROPS_CHART_REPOSITORY", k.ChartRepository, "oci://<registry>/<path> or an http(s):// chart repository URL ("+err.Error()+")")
 	}
 	switch k.ContainerEngine {
@@ -326,6 +328,15 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 
 // DefaultChartRepository is where the flux-operator chart is published.
 const DefaultChartRepository = "oci://ghcr.io/controlplaneio-fluxcd/charts"
+
+// ChartRepositoryOr is where a chart comes from: KROPS_CHART_REPOSITORY
+// when the run sets it, else the chart's upstream repository.
+func (k *Knobs) ChartRepositoryOr(upstream string) string {
+	if k.ChartRepository != "" {
+		return k.ChartRepository
+	}
+	return upstream
+}
 
 // CheckChartRepository accepts an oci:// repository or an http(s):// chart
 // repository URL, the two kinds Helm installs from.

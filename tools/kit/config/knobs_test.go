@@ -21,7 +21,7 @@ func TestKnobDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Knobs{
-		ChartRepository: DefaultChartRepository, RegistryPort: 5001, RegistryReadyRetries: 120, LocalReconcileTimeout: 15 * time.Minute,
+		RegistryPort: 5001, RegistryReadyRetries: 120, LocalReconcileTimeout: 15 * time.Minute,
 		GitHubUser: "git", AgeKeyFile: "/work/age.agekey", OCIRepository: "krops", OCITag: "latest",
 		Pivot: true, MgmtKubeconfig: "/home/u/.kube/krops-aws-mgmt.yaml", MgmtPollInterval: 10 * time.Second,
 		ClusterDeleteTimeout: 1200 * time.Second, ProviderDeleteTimeout: 300 * time.Second, OrphanMinAgeHours: 6,
@@ -74,7 +74,12 @@ func TestKnobValues(t *testing.T) {
 		{map[string]string{"KROPS_PROFILE": "aws"}, func(k *Knobs) bool { return k.Profile == "aws" }},
 		{map[string]string{"KROPS_CHART_REPOSITORY": "oci://mirror.example:8443/charts/"}, func(k *Knobs) bool { return k.ChartRepository == "oci://mirror.example:8443/charts/" }},
 		{map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/flux"}, func(k *Knobs) bool { return k.ChartRepository == "https://charts.example/flux" }},
-		{map[string]string{"KROPS_CHART_REPOSITORY": ""}, func(k *Knobs) bool { return k.ChartRepository == DefaultChartRepository }},
+		{map[string]string{"KROPS_CHART_REPOSITORY": ""}, func(k *Knobs) bool {
+			return k.ChartRepository == "" && k.ChartRepositoryOr(DefaultChartRepository) == DefaultChartRepository
+		}},
+		{map[string]string{"KROPS_CHART_REPOSITORY": "oci://mirror.example/charts"}, func(k *Knobs) bool {
+			return k.ChartRepositoryOr("https://charts.jetstack.io") == "oci://mirror.example/charts"
+		}},
 	}
 	for _, tc := range cases {
 		k, err := parseKnobs(t, tc.env)

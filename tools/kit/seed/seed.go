@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +66,18 @@ type Sync struct {
 	Insecure bool
 }
 
+// Charts is where this cluster's Flux fetches the charts the trees install
+// (cert-manager, cluster-api-operator) when the run sets one repository for
+// all of them (KROPS_CHART_REPOSITORY); empty Repository means each chart's
+// upstream repository, as the trees say.
+type Charts struct {
+	// Repository is oci://<registry>/<path> or an http(s):// chart
+	// repository, as this cluster's pods reach it.
+	Repository string
+	// Insecure: the OCI registry speaks plain HTTP (the local registry).
+	Insecure bool
+}
+
 // Options describe one seeding.
 type Options struct {
 	Cluster     kubecfg.Ref
@@ -73,6 +86,7 @@ type Options struct {
 	// PATSecret and AgeSecret are the Secret names (bootstrap.toml).
 	PATSecret, AgeSecret string
 	Sync                 Sync
+	Charts               Charts
 	Secrets              Secrets
 	// Run is the run metadata: RunID set means reuse the ConfigMap when it
 	// is there; CopyFrom, when set, copies it from another cluster.
@@ -367,21 +381,33 @@ func putSecret(ctx context.Context, kc kubernetes.Interface, ns, name string, da
 }
 
 // SyncConfigMapName is the ConfigMap in the Flux namespace that says where
-// this cluster's Flux reads the environment from. The trees substitute it
-// (postBuild substituteFrom), so what they hand on, such as the workload
-// clusters' FluxInstance, follows the configured registry and repository
-// instead of naming them.
+// this cluster's Flux reads the environment and its charts from. The trees
+// substitute it (postBuild substituteFrom), so what they hand on, such as
+// the workload clusters' FluxInstance, follows the configured registry and
+// repository instead of naming them, and their HelmRepositories follow a
+// chart repository the run sets.
 const SyncConfigMapName = "krops-sync"
 
-// SyncVars are the variables of SyncConfigMapName.
-func SyncVars(s Sync) map[string]string {
-	return map[string]string{"KROPS_SYNC_KIND": s.Kind, "KROPS_SYNC_URL": s.URL, "KROPS_SYNC_REF": s.Ref}
+// SyncVars are the variables of SyncConfigMapName. The chart variables are
+// there only when the run sets a chart repository: absent, the trees'
+// defaults (each chart's upstream) apply.
+func SyncVars(s Sync, c Charts) map[string]string {
+	vars := map[string]string{"KROPS_SYNC_KIND": s.Kind, "KROPS_SYNC_URL": s.URL, "KROPS_SYNC_REF": s.Ref}
+	if c.Repository != "" {
+		vars["KROPS_CHART_REPOSITORY"] = strings.TrimSuffix(c.Repository, "/")
+		vars["KROPS_CHART_REPOSITORY_TYPE"] = "default"
+		if strings.HasPrefix(c.Repository, "oci://") {
+			vars["KROPS_CHART_REPOSITORY_TYPE"] = "oci"
+		}
+		vars["KROPS_CHART_REPOSITORY_INSECURE"] = strconv.FormatBool(c.Insecure)
+	}
+	return vars
 }
 
 // applySyncVars makes the ConfigMap hold exactly SyncVars.
 func applySyncVars(ctx context.Context, kc kubernetes.Interface, o Options) error {
 	cms := kc.CoreV1().ConfigMaps(o.Namespace)
-	want := SyncVars(o.Sync)
+	want := SyncVars(o.Sync, o.Charts)
 	cur, err := cms.Get(ctx, SyncConfigMapName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -153,6 +153,32 @@ func TestSyncVarsFollowTheSource(t *testing.T) {
 	if again, _ := kc.CoreV1().ConfigMaps("flux-system").Get(ctx, SyncConfigMapName, metav1.GetOptions{}); again.ResourceVersion != cm.ResourceVersion {
 		t.Error("an unchanged krops-sync was written again")
 	}
+
+	// A chart repository the run sets reaches the trees' HelmRepositories:
+	// its URL, the HelmRepository type it needs and whether it is plain
+	// HTTP. Unset again, the keys go, so the trees fall back to upstream.
+	for _, c := range []struct {
+		charts Charts
+		want   map[string]string
+	}{
+		{Charts{Repository: "oci://krops-registry:5000/charts/", Insecure: true}, map[string]string{"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true"}},
+		{Charts{Repository: "https://charts.example/all"}, map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/all", "KROPS_CHART_REPOSITORY_TYPE": "default", "KROPS_CHART_REPOSITORY_INSECURE": "false"}},
+		{Charts{}, nil},
+	} {
+		o.Charts = c.charts
+		if err := applySyncVars(ctx, kc, o); err != nil {
+			t.Fatal(err)
+		}
+		cm, err := kc.CoreV1().ConfigMaps("flux-system").Get(ctx, SyncConfigMapName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := maps.Clone(want)
+		maps.Copy(full, c.want)
+		if !maps.Equal(cm.Data, full) {
+			t.Errorf("with %+v %s holds %v, want %v", c.charts, SyncConfigMapName, cm.Data, full)
+		}
+	}
 }
 
 func keys(s *corev1.Secret) []string {

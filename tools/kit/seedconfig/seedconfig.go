@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/kit/gitsource"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
@@ -88,16 +89,38 @@ func localRegistry(sel *cli.Selected) string {
 	return host + ":" + strconv.Itoa(int(port))
 }
 
-// onLocalRegistry says whether an oci:// chart repository is on the local
+// OnLocalRegistry says whether an oci:// chart repository is on the local
 // registry krops starts, which speaks plain HTTP; every other registry is
 // reached over TLS.
-func onLocalRegistry(sel *cli.Selected, repo string) bool {
+func OnLocalRegistry(sel *cli.Selected, repo string) bool {
 	rest, ok := strings.CutPrefix(repo, "oci://")
 	if !ok {
 		return false
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	return host == localRegistry(sel)
+}
+
+// registryInCluster is the local registry's host:port as the cluster's pods
+// reach it: its container name on the kind network.
+func registryInCluster(sel *cli.Selected, p Params) string {
+	if p.RegistryInCluster != "" {
+		return p.RegistryInCluster
+	}
+	return sel.Config.Bootstrap.RegistryName + ":" + strconv.Itoa(RegistryInClusterPort)
+}
+
+// inClusterCharts is KROPS_CHART_REPOSITORY as the cluster's Flux reaches
+// it: on the local registry, by the registry's in-cluster address and over
+// plain HTTP (this machine reaches it at localhost:<port>, which is the pod
+// itself inside the cluster).
+func inClusterCharts(sel *cli.Selected, inCluster string) seed.Charts {
+	repo := sel.Knobs.ChartRepository
+	if !OnLocalRegistry(sel, repo) {
+		return seed.Charts{Repository: repo}
+	}
+	_, path, _ := strings.Cut(strings.TrimPrefix(repo, "oci://"), "/")
+	return seed.Charts{Repository: "oci://" + inCluster + "/" + path, Insecure: true}
 }
 
 // RegistryInClusterPort is the port the local registry listens on inside
@@ -142,8 +165,9 @@ func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), 
 	o := seed.Options{
 		Cluster: p.Cluster, CopyFrom: p.CopyFrom, Environment: sel.Environment.Name,
 		Namespace: sel.Config.Bootstrap.FluxNamespace, PATSecret: sel.Config.Bootstrap.GitHubPATSecret, AgeSecret: sel.Config.Bootstrap.SOPSAgeSecret,
-		Operator: seed.OperatorOptions{Repository: sel.Knobs.ChartRepository, Version: sel.Config.Charts.FluxOperator,
-			PlainHTTP: onLocalRegistry(sel, sel.Knobs.ChartRepository)},
+		Operator: seed.OperatorOptions{Repository: sel.Knobs.ChartRepositoryOr(config.DefaultChartRepository), Version: sel.Config.Charts.FluxOperator,
+			PlainHTTP: OnLocalRegistry(sel, sel.Knobs.ChartRepository)},
+		Charts: inClusterCharts(sel, registryInCluster(sel, p)),
 		Run: runmeta.Options{Environment: sel.Environment.Name, Now: time.Now(), RunID: sel.Knobs.RunID, Revision: firstNonEmpty(sel.Knobs.Revision, ch.Revision),
 			TTL: sel.Knobs.RunTTL, RunKind: sel.Knobs.RunKind},
 		Wait: append([]string{"flux-system"}, p.WaitFor...), WaitTimeout: sel.Knobs.LocalReconcileTimeout,
@@ -168,10 +192,7 @@ func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), 
 		o.Sync = seed.Sync{Kind: seed.SyncGitHub, URL: "https://github.com/" + repo.String(), Ref: "refs/heads/" + sel.Config.Bootstrap.GitBranch, Path: sel.Environment.SyncPath}
 		o.Secrets = seed.Secrets{GitHubUser: sel.Knobs.GitHubUser, GitHubToken: sel.Knobs.GitHubToken.Reveal(), AgeIdentity: ch.Age.Identity, AgePublic: ch.Age.Public}
 	case seed.SyncOCI:
-		inCluster := p.RegistryInCluster
-		if inCluster == "" {
-			inCluster = sel.Config.Bootstrap.RegistryName + ":" + strconv.Itoa(RegistryInClusterPort)
-		}
+		inCluster := registryInCluster(sel, p)
 		if err := Publish(ctx, sel, LocalRef(sel), p.Progress); err != nil {
 			return o, release, err
 		}

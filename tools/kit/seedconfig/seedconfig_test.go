@@ -5,6 +5,7 @@ import (
 
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/config"
+	"github.com/kropsdev/krops/tools/kit/seed"
 )
 
 type lookup map[string]string
@@ -53,8 +54,33 @@ func TestOnlyTheLocalRegistryIsPlainHTTP(t *testing.T) {
 		conf := &config.Config{}
 		conf.Bootstrap.RegistryName = "krops-registry"
 		sel := &cli.Selected{Lookup: lookup{}.get, Knobs: &config.Knobs{Toolbox: tc.toolbox, RegistryPort: 5001}, Config: conf}
-		if got := onLocalRegistry(sel, tc.repo); got != tc.want {
+		if got := OnLocalRegistry(sel, tc.repo); got != tc.want {
 			t.Errorf("toolbox %v, %s: plain HTTP %v, want %v", tc.toolbox, tc.repo, got, tc.want)
+		}
+	}
+}
+
+// The trees' HelmRepositories read KROPS_CHART_REPOSITORY as the cluster's
+// pods reach it: the local registry by its in-cluster address over plain
+// HTTP, whether krops runs on this machine or in the toolbox; any other
+// repository as given, over TLS; unset, nothing (upstream).
+func TestChartsAsTheClusterReachesThem(t *testing.T) {
+	for _, tc := range []struct {
+		toolbox bool
+		repo    string
+		want    seed.Charts
+	}{
+		{false, "oci://localhost:5001/charts", seed.Charts{Repository: "oci://krops-registry:5000/charts", Insecure: true}},
+		{true, "oci://krops-registry:5000/team/charts", seed.Charts{Repository: "oci://krops-registry:5000/team/charts", Insecure: true}},
+		{false, "oci://mirror.example/charts", seed.Charts{Repository: "oci://mirror.example/charts"}},
+		{false, "https://charts.example/all", seed.Charts{Repository: "https://charts.example/all"}},
+		{false, "", seed.Charts{}},
+	} {
+		conf := &config.Config{}
+		conf.Bootstrap.RegistryName = "krops-registry"
+		sel := &cli.Selected{Lookup: lookup{}.get, Knobs: &config.Knobs{Toolbox: tc.toolbox, RegistryPort: 5001, ChartRepository: tc.repo}, Config: conf}
+		if got := inClusterCharts(sel, registryInCluster(sel, Params{})); got != tc.want {
+			t.Errorf("toolbox %v, %q: %+v, want %+v", tc.toolbox, tc.repo, got, tc.want)
 		}
 	}
 }

@@ -223,10 +223,19 @@ func Load(ctx context.Context, sel *cli.Selected, p Params) (*Setup, error) {
 			return in.Server, err
 		}
 	}
+	chart := func(flag, upstream, name, version string) helmrelease.Chart {
+		repo := flag
+		if repo == "" {
+			repo = sel.Knobs.ChartRepositoryOr(upstream)
+		}
+		return helmrelease.Chart{Repository: repo, Name: name, Version: version, PlainHTTP: seedconfig.OnLocalRegistry(sel, repo)}
+	}
+	certManager := chart(p.CertManagerRepository, install.CertManagerRepository, "cert-manager", sel.Config.Charts.CertManager)
+	capiOperator := chart(p.CAPIOperatorRepository, install.CAPIOperatorRepository, "cluster-api-operator", sel.Config.Charts.CAPIOperator)
 	o.Install = func(ctx context.Context, target kubecfg.Ref) ([]kubewait.Target, error) {
 		return install.Run(ctx, target, install.Options{
-			CertManager:  helmrelease.Chart{Repository: p.CertManagerRepository, Name: "cert-manager", Version: sel.Config.Charts.CertManager},
-			CAPIOperator: helmrelease.Chart{Repository: p.CAPIOperatorRepository, Name: "cluster-api-operator", Version: sel.Config.Charts.CAPIOperator},
+			CertManager:  certManager,
+			CAPIOperator: capiOperator,
 			Wait:         p.ProviderTimeout, ProviderManifests: providerFiles, PivotManifests: pivotFiles,
 			Secrets: secrets, Extra: extra, Infof: p.Progress.Infof,
 		})

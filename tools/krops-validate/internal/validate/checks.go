@@ -421,10 +421,10 @@ var (
 
 // checkPlaceholders: every ${KROPS_*} is quoted and has a default, so an
 // unset run tag renders as a valid string instead of breaking the object.
-// A placeholder whose default is a JSON list or map stands for structured
-// data (Flux substitutes into the built YAML, where it parses as one): it
-// must be the whole value, unquoted, so the file says what Flux applies
-// (kustomize's build drops the quotes anyway).
+// A placeholder whose default is a JSON list or map, or a boolean, stands
+// for data of that type (Flux substitutes into the built YAML, where it
+// parses as one): it must be the whole value, unquoted, so the file says
+// what Flux applies (kustomize's build drops the quotes anyway).
 func checkPlaceholders(in *Input) Result {
 	r := Result{Check: "every ${KROPS_*} placeholder is quoted and has a default"}
 	for _, f := range sortedFiles(in.Files) {
@@ -434,9 +434,9 @@ func checkPlaceholders(in *Input) Result {
 				if m[2] == "" {
 					r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("${%s} has no default: write ${%s:=<default>}", m[1], m[1])})
 				}
-				if strings.HasPrefix(m[3], "[") || strings.HasPrefix(m[3], "{") {
+				if typed(m[3]) {
 					if !strings.HasSuffix(strings.TrimSpace(line), ": "+m[0]) {
-						r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("%s stands for a list or map: it must be the whole value, unquoted (key: %s)", m[0], m[0])})
+						r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("%s stands for a list, map or boolean: it must be the whole value, unquoted (key: %s)", m[0], m[0])})
 					}
 					continue
 				}
@@ -447,6 +447,11 @@ func checkPlaceholders(in *Input) Result {
 		}
 	}
 	return r
+}
+
+// typed: a placeholder default that YAML reads as other than a string.
+func typed(def string) bool {
+	return strings.HasPrefix(def, "[") || strings.HasPrefix(def, "{") || def == "true" || def == "false"
 }
 
 var anyPlaceholder = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*(:[=-][^}]*)?\}`)

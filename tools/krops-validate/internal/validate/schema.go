@@ -2,7 +2,6 @@ package validate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kropsdev/krops/tools/crds"
 )
@@ -99,8 +99,11 @@ func Schema(ctx context.Context, objects []Object) (Result, error) {
 	return r, nil
 }
 
+// render substitutes the object's placeholders on its YAML, as Flux does
+// on the build's output, so a default reads as the type Flux would give it
+// (a boolean, a list), not as the string it is in JSON.
 func render(o Object) (*unstructured.Unstructured, error) {
-	b, err := json.Marshal(o.Raw)
+	b, err := yaml.Marshal(o.Raw)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +114,12 @@ func render(o Object) (*unstructured.Unstructured, error) {
 		}
 		return []byte("substituted")
 	})
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("after substituting variables: %w", err)
+	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
+	if err := u.UnmarshalJSON(j); err != nil {
 		return nil, fmt.Errorf("after substituting variables: %w", err)
 	}
 	return u, nil

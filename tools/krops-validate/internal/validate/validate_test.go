@@ -245,7 +245,10 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 		}, "every ${KROPS_*} placeholder is quoted and has a default", "inside a quoted string"},
 		{"a structured placeholder inside a string", func(f map[string]string) {
 			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], `"${KROPS_RUN_ID:=unknown}"`, "\"${KROPS_RUN_ID:=unknown}\"\n    mirrors: \"x${KROPS_MIRRORS:=[]}\"", 1)
-		}, "every ${KROPS_*} placeholder is quoted and has a default", "${KROPS_MIRRORS:=[]} stands for a list or map: it must be the whole value, unquoted"},
+		}, "every ${KROPS_*} placeholder is quoted and has a default", "${KROPS_MIRRORS:=[]} stands for a list, map or boolean: it must be the whole value, unquoted"},
+		{"a boolean placeholder inside a string", func(f map[string]string) {
+			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], `"${KROPS_RUN_ID:=unknown}"`, "\"${KROPS_RUN_ID:=unknown}\"\n    insecure: \"${KROPS_INSECURE:=false}\"", 1)
+		}, "every ${KROPS_*} placeholder is quoted and has a default", "${KROPS_INSECURE:=false} stands for a list, map or boolean: it must be the whole value, unquoted"},
 		{"placeholders that only an optional source would substitute", func(f map[string]string) {
 			f["mgmt/one/flux-ks.yaml"] = strings.Replace(f["mgmt/one/flux-ks.yaml"], "    substitute:\n      KROPS_ENVIRONMENT: one\n", "", 1)
 		}, "every Kustomization that builds ${...} placeholders always substitutes", "Kustomization flux-system/apps (in mgmt/one): builds ${KROPS_RUN_ID:=unknown} in Deployment default/podinfo (in mgmt/one) but defines no variable that is always there"},
