@@ -570,7 +570,18 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	if down.Code != 0 {
 		t.Fatalf("teardown: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
 	}
-	t.Logf("teardown took %v", took.Round(time.Second))
+	t.Logf("teardown took %v\n%s", took.Round(time.Second), down.Stdout)
+	// Flux's own objects went while its controllers ran, before the
+	// FluxInstance: the operator's uninstall then has no finalizer to wait
+	// on (it once waited five minutes for the Kustomization CRD).
+	last := -1
+	for _, want := range []string{"Kustomization flux-system/flux-system", "OCIRepository flux-system/flux-system", "FluxInstance flux-system/flux"} {
+		i := strings.Index(down.Stdout, "- "+want+"\n")
+		if i < 0 || i < last {
+			t.Errorf("the teardown's summary lacks %q, or lists it out of order:\n%s", want, down.Stdout)
+		}
+		last = i
+	}
 	if l := leftovers(t, laneCluster); len(l) > 0 {
 		t.Errorf("after teardown the engine still has %v", l)
 	}

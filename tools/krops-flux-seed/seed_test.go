@@ -82,6 +82,11 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "krops-sync"}, &cm); err != nil || cm.Data["KROPS_SYNC_URL"] != "oci://"+reg.Host+"/krops" || cm.Data["KROPS_SYNC_REF"] != "latest" {
 		t.Errorf("krops-sync: %v %v", cm.Data, err)
 	}
+	// The chart repository on the local registry, as the cluster's Flux
+	// reaches it (--registry-in-cluster), for the trees' HelmRepositories.
+	if cm.Data["KROPS_CHART_REPOSITORY"] != "oci://"+reg.Host+"/charts" || cm.Data["KROPS_CHART_REPOSITORY_TYPE"] != "oci" || cm.Data["KROPS_CHART_REPOSITORY_INSECURE"] != "true" {
+		t.Errorf("krops-sync's chart keys: %v", cm.Data)
+	}
 
 	// oci-push: republish and ask Flux to fetch now; the real
 	// source-controller confirms it handled the request. The management

@@ -320,10 +320,26 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 		t.Fatal("the dry run deleted kind")
 	}
 
+	// A finalizer no controller here handles (no helm-controller runs): the
+	// HelmRelease cannot go, and is left to the Flux Operator's uninstall
+	// with a warning instead of failing the teardown.
+	hr := &unstructured.Unstructured{}
+	hr.SetGroupVersionKind(schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"})
+	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "cert-manager", Name: "cert-manager"}, hr); err != nil {
+		t.Fatal(err)
+	}
+	hr.SetFinalizers([]string{"finalizers.fluxcd.io"})
+	if err := s.kind.Client.Update(s.ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+
 	s.rec.Reset()
 	r = s.run(t, nil, "local-host", "--output", "json")
 	if r.Code != 0 {
 		t.Fatalf("teardown: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "HelmRelease cert-manager/cert-manager still there after 30s: no Flux controller finalized it") {
+		t.Errorf("the HelmRelease no controller finalizes was not reported:\n%s", r.Stderr)
 	}
 	writes := s.rec.Writes()
 	order := []int{

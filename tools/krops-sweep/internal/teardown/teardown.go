@@ -832,11 +832,42 @@ func (r *run) releaseFlux(ctx context.Context) error {
 			wait = append(wait, kubewait.Target{Resource: o.gvr, Namespace: o.ns, Name: o.name, Kind: o.kind})
 			r.sum.Deleted = append(r.sum.Deleted, o.String())
 		}
-		if err := r.waitGone(ctx, wait, r.o.ProviderTimeout, "PROVIDER_DELETE_TIMEOUT"); err != nil {
+		if err := r.waitFluxGone(ctx, wait); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fluxReleaseWait bounds the wait for Flux's objects (and
+// PROVIDER_DELETE_TIMEOUT, when shorter): with their controllers running
+// they go in seconds.
+const fluxReleaseWait = 2 * time.Minute
+
+// waitFluxGone waits for Flux's objects to go. One still there when the
+// wait ends has no controller finalizing it (its controller is down): it is
+// left to the Flux Operator's uninstall, which clears finalizers itself,
+// rather than failing a teardown that would finish. A host that stops
+// answering is still unknown state.
+func (r *run) waitFluxGone(ctx context.Context, targets []kubewait.Target) error {
+	timeout := min(fluxReleaseWait, r.o.ProviderTimeout)
+	left, err := kubewait.Gone(ctx, kubewait.Options{Client: r.dyn, Timeout: timeout, Silence: r.o.QueryTimeout,
+		Report: func(line string) { r.o.Progress.Infof("%s", line) }}, targets...)
+	if err == nil {
+		return nil
+	}
+	var names []string
+	for _, s := range left {
+		names = append(names, s.Target.String())
+	}
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted while waiting for %s to go: %w", strings.Join(names, ", "), ctx.Err())
+	case errors.Is(err, kubewait.ErrTimeout):
+		r.o.Progress.Warnf("%s still there after %s: no Flux controller finalized it; the Flux Operator's uninstall clears it with the FluxInstance", strings.Join(names, ", "), timeout)
+		return nil
+	}
+	return &UnknownError{What: "watching " + strings.Join(names, ", "), Err: err}
 }
 
 // fluxObject is one Flux object on the host.

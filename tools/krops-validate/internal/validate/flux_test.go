@@ -64,6 +64,14 @@ func TestTreesReconcileWithRealFlux(t *testing.T) {
 	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cluster-vars", Namespace: flux.Namespace}, Data: clusterVars}); err != nil {
 		t.Fatal(err)
 	}
+	// krops-sync with the chart keys only, as krops-flux-seed writes them
+	// for KROPS_CHART_REPOSITORY on the local registry (its sync keys stay
+	// absent, so those placeholders take their defaults).
+	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "krops-sync", Namespace: flux.Namespace}, Data: map[string]string{
+		"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true",
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	cluster.CreateYAML(t, ctx, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
 metadata:
@@ -144,6 +152,21 @@ spec:
 	}
 	if l, ok := mirrors.([]any); !ok || len(l) != 1 || l[0].(map[string]any)["registry"] != "localhost:5001" {
 		t.Errorf("Cluster local-management's registryMirrors after Flux's substitution: %#v, want the list from cluster-vars", mirrors)
+	}
+
+	// The chart repository from krops-sync reaches both HelmRepositories
+	// with the type it needs and a boolean insecure, which the
+	// HelmRepository schema requires.
+	for _, key := range []client.ObjectKey{{Namespace: "cert-manager", Name: "jetstack"}, {Namespace: "capi-operator-system", Name: "capi-operator"}} {
+		hr := &unstructured.Unstructured{}
+		hr.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "HelmRepository"})
+		if err := cluster.Client.Get(ctx, key, hr); err != nil {
+			t.Fatal(err)
+		}
+		spec, _, _ := unstructured.NestedMap(hr.Object, "spec")
+		if spec["url"] != "oci://krops-registry:5000/charts" || spec["type"] != "oci" || spec["insecure"] != true {
+			t.Errorf("HelmRepository %s after Flux's substitution: url %v, type %v, insecure %#v; want krops-sync's repository, oci, true", key, spec["url"], spec["type"], spec["insecure"])
+		}
 	}
 }
 
