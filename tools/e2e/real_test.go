@@ -455,12 +455,40 @@ func (f *fluxLane) checkSeeded(t *testing.T, kubectl func(...string) (string, er
 	}
 }
 
+// followTree waits for Flux on kind to take the local-host tree through
+// its first two Kustomizations, as bootstrap's does: the HelmRepositories
+// read KROPS_CHART_REPOSITORY from krops-sync (the lane's registry by its
+// in-cluster name, plain HTTP), the real source-controller pulls the charts
+// from it, helm-controller (the lane's stand-in) installs them, and the
+// Kustomizations' health checks pass once cert-manager (the lane's
+// stand-in programs under its real chart) and the operator run. It returns
+// how long each took from the seed's end.
+func followTree(t *testing.T, kubectl func(...string) (string, error)) map[string]time.Duration {
+	t.Helper()
+	for _, hr := range [][2]string{{"cert-manager", "jetstack"}, {"capi-operator-system", "capi-operator"}} {
+		got, err := kubectl("get", "helmrepository", hr[1], "-n", hr[0], "-o", "jsonpath={.spec.type} {.spec.url} {.spec.insecure}")
+		if want := "oci oci://" + laneRegistryInNet + "/charts true"; err != nil || got != want {
+			t.Errorf("HelmRepository %s/%s (type, url, insecure): %q %v, want %q from krops-sync", hr[0], hr[1], got, err, want)
+		}
+	}
+	took := map[string]time.Duration{}
+	start := time.Now()
+	for _, k := range []string{"cert-manager", "capi-operator"} {
+		waitFor(t, "Kustomization flux-system/"+k+" Ready", 10*time.Minute, func() (bool, string) {
+			out, err := kubectl("get", "kustomization", k, "-n", "flux-system", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
+			return err == nil && strings.HasPrefix(out, "True "), out
+		})
+		took["Kustomization "+k+" Ready"] = time.Since(start)
+	}
+	return took
+}
+
 // dumpOnFailure logs the cluster's Flux state when t has failed.
 func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
 	if !t.Failed() {
 		return
 	}
-	for _, q := range [][]string{{"get", "pods", "-A", "-o", "wide"}, {"get", "fluxinstance,kustomization,ocirepository", "-A"},
+	for _, q := range [][]string{{"get", "pods", "-A", "-o", "wide"}, {"get", "fluxinstance,kustomization,ocirepository,helmrepository,helmchart,helmrelease", "-A"},
 		{"describe", "pods", "-n", "flux-system"}, {"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		{"get", "fluxinstance", "-A", "-o", "yaml"}, {"logs", "-n", "flux-system", "deploy/flux-operator", "--tail=60"}} {
 		out, _ := kubectl(q...)
@@ -477,8 +505,11 @@ func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
 // engine restarts kind's node container while it waits for Flux; the rerun
 // converges on the same run's metadata.
 //
-// Then the workload tree's Podinfo through that Flux, answering on the host
-// (podinfoThroughFlux).
+// Then Flux follows the tree through its first two Kustomizations
+// (followTree): cert-manager and the Cluster API operator from the charts
+// KROPS_CHART_REPOSITORY serves out of the local registry, as the product
+// writes it to krops-sync; and the workload tree's Podinfo through that
+// Flux, answering on the host (podinfoThroughFlux).
 //
 // STAND-INS, named: the chart (seedtest.PushOperatorChart: the operator
 // module's manifests, v0.59.0, under chart version 0.61.0; no chart ships
@@ -486,10 +517,11 @@ func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
 // (tools/realengine/images.sh: the proxy serves neither module):
 // helm-controller is krops-standin-helmcontroller, which installs
 // HelmReleases with the Helm SDK, notification-controller reconciles
-// nothing. The seed runs with --no-follow: the mgmt tree's HelmReleases
-// name chart repositories on the internet (charts.jetstack.io), which the
-// offline lane cannot reach. The Flux
-// controller images cannot carry the digests the operator pins (they are
+// nothing; cert-manager's four programs (krops-standin-certmanager under
+// its real chart) and the charts of cert-manager and the operator built
+// from their modules (laneCharts). The seed runs with --no-follow: past
+// the operator the tree's providers fetch their components from GitHub,
+// which the offline lane cannot reach. The Flux controller images cannot carry the digests the operator pins (they are
 // built here, not pulled), so the lane imports them into the node under
 // those digests, as a registry mirror holding upstream's images would
 // serve them; the operator's own image, pinned by tag, goes the product's
@@ -510,13 +542,19 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 		}
 	})
 
-	mirrored := r.withMirrors(t, ghcrMirror)
+	mirrored := r.withMirrors(t, ghcrMirror+k8sMirror+quayMirror)
 	up, upTook := r.run(t, []string{mirrored}, "krops-kind", "up", "local-host")
 	if up.Code != 0 {
 		t.Fatalf("krops-kind up: exit %d after %v\n%s\n%s", up.Code, upTook, up.Stdout, up.Stderr)
 	}
 	t.Logf("krops-kind up took %v", upTook.Round(time.Second))
 	chart := f.stock(t)
+	// The tree's first two Kustomizations install cert-manager and the
+	// Cluster API operator from charts: both charts sit beside the
+	// flux-operator chart (one KROPS_CHART_REPOSITORY), their images in the
+	// registry the node's quay.io and registry.k8s.io mirrors reach.
+	pushToLaneRegistry(t, operatorImages(t, r.repo))
+	laneCharts(t, r.repo, "localhost:5001")
 
 	// The configuration lives outside the checkout (withMirrors): the
 	// artifact's revision comes from the checkout's git, as the knobs allow.
@@ -561,6 +599,9 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	}
 	t.Logf("krops-flux-seed (Flux %s) took %v\n%s", f.version, seedTook.Round(time.Second), seed.Stderr)
 	f.checkSeeded(t, kubectl, seed.Stderr)
+	for what, took := range followTree(t, kubectl) {
+		t.Logf("the tree on kind: %s after %v", what, took.Round(time.Second))
+	}
 	podinfo := podinfoThroughFlux(t, r, kubectl)
 	for _, what := range []string{"chart pulled", "HelmRelease Ready", "pruned"} {
 		t.Logf("podinfo through Flux: %s after %v", what, podinfo[what].Round(time.Second))
