@@ -339,7 +339,7 @@ capd_dir="$(moddir "$root/tools/testbin/capi" sigs.k8s.io/cluster-api/test)"
 lb_tag="$(sed -n 's/^[[:space:]]*DefaultImageTag = "\(.*\)"/\1/p' "$capd_dir/infrastructure/docker/internal/loadbalancer/const.go")"
 [[ -n "$lb_tag" ]] || { echo "realengine: no DefaultImageTag in CAPD's loadbalancer/const.go under $capd_dir" >&2; exit 1; }
 base_tag="$(docker images --format '{{.Repository}}:{{.Tag}}' krops.local/realengine-base | head -1)"
-[[ -n "$base_tag" ]] || { echo "realengine: no krops.local/realengine-base image: run tools/realengine/nodeimage.sh first" >&2; exit 1; }
+[[ -n "$base_tag" ]] || { echo "realengine: no krops.local/realengine-base image: run tools/realengine/nodeimage.sh first (it builds that Debian base; tools/realengine/lane.sh runs it before this script)" >&2; exit 1; }
 lb_image="kindest/haproxy:$lb_tag"
 key="haproxy $lb_tag on $base_tag, descriptors $(ulimit -Hn) ($script_key)"
 haproxy_image() {

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The real-engine lane, one definition for `task e2e:real` and for
 # `KROPS_REAL_ENGINE=1 task test` (docs/testing.md): an engine that answers
-# (engine.sh), the images the local-host path runs (images.sh), the toolbox
-# image from the repository's Dockerfile on stand-in bases (no registry is
-# reachable) and its smoke test, the kind node image (nodeimage.sh), then
-# the tests tagged realengine. Run from the repository root.
+# (engine.sh), the kind node image (nodeimage.sh; it also makes the Debian
+# base that images.sh builds CAPD's load balancer on, so it goes first), the
+# images the local-host path runs (images.sh), the toolbox image from the
+# repository's Dockerfile on stand-in bases (no registry is reachable) and
+# its smoke test, then the tests tagged realengine. Run from the repository
+# root.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 tools/realengine/engine.sh
+image="$(tools/realengine/nodeimage.sh | tail -1)"
 tools/realengine/images.sh
 KROPS_TOOLBOX_LOCAL_BASES=1 tools/toolbox.sh build dev
 tools/toolbox.sh smoke
-image="$(tools/realengine/nodeimage.sh | tail -1)"
 # The lane was asked for: a node image that did not build fails it (no
 # skip passes as green).
 [[ -n "$image" ]] || { echo "e2e:real: tools/realengine/nodeimage.sh named no image" >&2; exit 1; }
