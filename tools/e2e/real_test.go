@@ -465,20 +465,18 @@ func (f *fluxLane) checkSeeded(t *testing.T, kubectl func(...string) (string, er
 // how long each took from the seed's end.
 func followTree(t *testing.T, kubectl func(...string) (string, error)) map[string]time.Duration {
 	t.Helper()
-	for _, hr := range [][2]string{{"cert-manager", "jetstack"}, {"capi-operator-system", "capi-operator"}} {
-		got, err := kubectl("get", "helmrepository", hr[1], "-n", hr[0], "-o", "jsonpath={.spec.type} {.spec.url} {.spec.insecure}")
-		if want := "oci oci://" + laneRegistryInNet + "/charts true"; err != nil || got != want {
-			t.Errorf("HelmRepository %s/%s (type, url, insecure): %q %v, want %q from krops-sync", hr[0], hr[1], got, err, want)
-		}
-	}
 	took := map[string]time.Duration{}
 	start := time.Now()
-	for _, k := range []string{"cert-manager", "capi-operator"} {
-		waitFor(t, "Kustomization flux-system/"+k+" Ready", 10*time.Minute, func() (bool, string) {
-			out, err := kubectl("get", "kustomization", k, "-n", "flux-system", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
+	for _, k := range []struct{ name, ns, repo string }{{"cert-manager", "cert-manager", "jetstack"}, {"capi-operator", "capi-operator-system", "capi-operator"}} {
+		waitFor(t, "Kustomization flux-system/"+k.name+" Ready", 10*time.Minute, func() (bool, string) {
+			out, err := kubectl("get", "kustomization", k.name, "-n", "flux-system", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
 			return err == nil && strings.HasPrefix(out, "True "), out
 		})
-		took["Kustomization "+k+" Ready"] = time.Since(start)
+		took["Kustomization "+k.name+" Ready"] = time.Since(start)
+		got, err := kubectl("get", "helmrepository", k.repo, "-n", k.ns, "-o", "jsonpath={.spec.type} {.spec.url} {.spec.insecure}")
+		if want := "oci oci://" + laneRegistryInNet + "/charts true"; err != nil || got != want {
+			t.Errorf("HelmRepository %s/%s (type, url, insecure): %q %v, want %q from krops-sync", k.ns, k.repo, got, err, want)
+		}
 	}
 	return took
 }
