@@ -609,7 +609,7 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	if down.Code != 0 {
 		t.Fatalf("teardown: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
 	}
-	t.Logf("teardown took %v\n%s", took.Round(time.Second), down.Stdout)
+	t.Logf("teardown took %v\n%s\n%s", took.Round(time.Second), down.Stderr, down.Stdout)
 	// Flux's own objects went while its controllers ran, before the
 	// FluxInstance: the operator's uninstall then has no finalizer to wait
 	// on (it once waited five minutes for the Kustomization CRD).
@@ -774,7 +774,7 @@ func TestRealEngineToolbox(t *testing.T) {
 	if down.Code != 0 {
 		t.Fatalf("task toolbox -- teardown: exit %d\n%s\n%s", down.Code, down.Stdout, down.Stderr)
 	}
-	t.Logf("task toolbox -- teardown took %v", took.Round(time.Second))
+	t.Logf("task toolbox -- teardown took %v\n%s", took.Round(time.Second), down.Stderr)
 	if l := leftovers(t, laneCluster); len(l) > 0 {
 		t.Errorf("after teardown the engine still has %v", l)
 	}
