@@ -851,23 +851,12 @@ const fluxReleaseWait = 2 * time.Minute
 // answering is still unknown state.
 func (r *run) waitFluxGone(ctx context.Context, targets []kubewait.Target) error {
 	timeout := min(fluxReleaseWait, r.o.ProviderTimeout)
-	left, err := kubewait.Gone(ctx, kubewait.Options{Client: r.dyn, Timeout: timeout, Silence: r.o.QueryTimeout,
-		Report: func(line string) { r.o.Progress.Infof("%s", line) }}, targets...)
-	if err == nil {
+	left, err := r.watchGone(ctx, targets, timeout)
+	if errors.Is(err, kubewait.ErrTimeout) {
+		r.o.Progress.Warnf("%s still there after %s: no Flux controller finalized it; the Flux Operator's uninstall clears it with the FluxInstance", strings.Join(left, ", "), timeout)
 		return nil
 	}
-	var names []string
-	for _, s := range left {
-		names = append(names, s.Target.String())
-	}
-	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted while waiting for %s to go: %w", strings.Join(names, ", "), ctx.Err())
-	case errors.Is(err, kubewait.ErrTimeout):
-		r.o.Progress.Warnf("%s still there after %s: no Flux controller finalized it; the Flux Operator's uninstall clears it with the FluxInstance", strings.Join(names, ", "), timeout)
-		return nil
-	}
-	return &UnknownError{What: "watching " + strings.Join(names, ", "), Err: err}
+	return err
 }
 
 // fluxObject is one Flux object on the host.
@@ -1018,26 +1007,38 @@ func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name
 // the wait's progress as it changes. What is still there goes into the
 // summary's Left; a timeout is unknown state named with its knob.
 func (r *run) waitGone(ctx context.Context, targets []kubewait.Target, timeout time.Duration, knob string) error {
+	left, err := r.watchGone(ctx, targets, timeout)
+	r.sum.Left = append(r.sum.Left, left...)
+	if errors.Is(err, kubewait.ErrTimeout) {
+		return &UnknownError{What: "deleting " + strings.Join(left, ", "), Err: &timeoutError{left: left, timeout: timeout, knob: knob}}
+	}
+	return err
+}
+
+// watchGone waits by watch until the API server confirms each target gone,
+// printing the wait's progress as it changes, and names what is left when
+// it ends early: kubewait.ErrTimeout as it is, an interruption or a failed
+// watch as the error to return.
+func (r *run) watchGone(ctx context.Context, targets []kubewait.Target, timeout time.Duration) ([]string, error) {
 	// Silence: a host whose API server hangs mid-wait (a paused node, a
 	// dropped route) is unknown state at once, not a 20-minute timeout that
 	// blames the Clusters.
-	left, err := kubewait.Gone(ctx, kubewait.Options{Client: r.dyn, Timeout: timeout, Silence: r.o.QueryTimeout,
+	states, err := kubewait.Gone(ctx, kubewait.Options{Client: r.dyn, Timeout: timeout, Silence: r.o.QueryTimeout,
 		Report: func(line string) { r.o.Progress.Infof("%s", line) }}, targets...)
 	if err == nil {
-		return nil
+		return nil, nil
 	}
-	var names []string
-	for _, s := range left {
-		names = append(names, s.Target.String())
+	var left []string
+	for _, s := range states {
+		left = append(left, s.Target.String())
 	}
-	r.sum.Left = append(r.sum.Left, names...)
-	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted while waiting for %s to go: %w", strings.Join(names, ", "), ctx.Err())
+	switch {
+	case ctx.Err() != nil:
+		return left, fmt.Errorf("interrupted while waiting for %s to go: %w", strings.Join(left, ", "), ctx.Err())
+	case errors.Is(err, kubewait.ErrTimeout):
+		return left, err
 	}
-	if errors.Is(err, kubewait.ErrTimeout) {
-		return &UnknownError{What: "deleting " + strings.Join(names, ", "), Err: &timeoutError{left: names, timeout: timeout, knob: knob}}
-	}
-	return &UnknownError{What: "watching " + strings.Join(names, ", "), Err: err}
+	return left, &UnknownError{What: "watching " + strings.Join(left, ", "), Err: err}
 }
 
 // timeoutError: a deletion was accepted but not confirmed in time.
