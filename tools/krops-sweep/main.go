@@ -88,7 +88,8 @@ a management context whose cluster does not answer while kind does is unknown st
   4. the provider's cloud sweep (aws: every resource in scope, the management cluster's included);
   5. the Cluster API providers (addons first, core last; PROVIDER_DELETE_TIMEOUT); Flux's own objects while its
      controllers run (ResourceSets, then every Kustomization and HelmRelease, suspended first so nothing is pruned,
-     and the sources); the FluxInstance, the Flux Operator release and the Secrets krops created;
+     and the sources; a suspended one not finalized within 10 s has Flux's finalizer removed by krops); the
+     FluxInstance, the Flux Operator release and the Secrets krops created;
   6. the controller host (kind; local-host's management containers and then the registry) — only when step 3
      confirmed every Cluster gone, or with FORCE_KIND_DELETE=1 — and then the management context, once that
      cluster is gone.

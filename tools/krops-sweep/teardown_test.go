@@ -320,26 +320,32 @@ func TestTeardownLocalHostInOrder(t *testing.T) {
 		t.Fatal("the dry run deleted kind")
 	}
 
-	// A finalizer no controller here handles (no helm-controller runs): the
-	// HelmRelease cannot go, and is left to the Flux Operator's uninstall
-	// with a warning instead of failing the teardown.
+	// No helm-controller runs here, as when it is busy: krops releases
+	// Flux's finalizer of the suspended HelmRelease itself after its grace;
+	// another finalizer it leaves, and the HelmRelease is left to the Flux
+	// Operator's uninstall with a warning instead of failing the teardown.
 	hr := &unstructured.Unstructured{}
 	hr.SetGroupVersionKind(schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"})
 	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "cert-manager", Name: "cert-manager"}, hr); err != nil {
 		t.Fatal(err)
 	}
-	hr.SetFinalizers([]string{"finalizers.fluxcd.io"})
+	hr.SetFinalizers([]string{"finalizers.fluxcd.io", "example.com/audit"})
 	if err := s.kind.Client.Update(s.ctx, hr); err != nil {
 		t.Fatal(err)
 	}
 
 	s.rec.Reset()
-	r = s.run(t, nil, "local-host", "--output", "json")
+	r = s.run(t, []string{"PROVIDER_DELETE_TIMEOUT=20s"}, "local-host", "--output", "json")
 	if r.Code != 0 {
 		t.Fatalf("teardown: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "HelmRelease cert-manager/cert-manager still there after 30s: no Flux controller finalized it") {
-		t.Errorf("the HelmRelease no controller finalizes was not reported:\n%s", r.Stderr)
+	if !strings.Contains(r.Stderr, "released HelmRelease cert-manager/cert-manager: its controller had not finalized it after 10s") ||
+		!strings.Contains(r.Stderr, "HelmRelease cert-manager/cert-manager still there after 20s: no Flux controller finalized it") {
+		t.Errorf("the HelmRelease no controller finalizes was not released and reported:\n%s", r.Stderr)
+	}
+	if err := s.kind.Client.Get(s.ctx, client.ObjectKey{Namespace: "cert-manager", Name: "cert-manager"}, hr); err != nil ||
+		!slices.Equal(hr.GetFinalizers(), []string{"example.com/audit"}) {
+		t.Errorf("the HelmRelease should keep only the other finalizer: %v %v", hr.GetFinalizers(), err)
 	}
 	writes := s.rec.Writes()
 	order := []int{

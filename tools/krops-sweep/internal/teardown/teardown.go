@@ -787,7 +787,7 @@ func (r *run) releaseFlux(ctx context.Context) error {
 			return err
 		}
 		for _, u := range items {
-			o := fluxObject{gvr: k.gvr, kind: k.kind, ns: u.GetNamespace(), name: u.GetName()}
+			o := fluxObject{gvr: k.gvr, kind: k.kind, ns: u.GetNamespace(), name: u.GetName(), applies: k.applies}
 			if !k.applies {
 				sources = append(sources, o)
 				continue
@@ -816,7 +816,7 @@ func (r *run) releaseFlux(ctx context.Context) error {
 		rs = append(rs, fluxObject{gvr: resourceSetsGVR, kind: "ResourceSet", ns: u.GetNamespace(), name: u.GetName()})
 	}
 	for _, group := range [][]fluxObject{rs, append(appliers, sources...)} {
-		var wait []kubewait.Target
+		var deleted []fluxObject
 		for _, o := range group {
 			r.plan("delete %s (Flux's controllers still run; nothing it applied is pruned)", o)
 			if r.o.DryRun {
@@ -829,10 +829,10 @@ func (r *run) releaseFlux(ctx context.Context) error {
 			if !found {
 				continue // a ResourceSet's, gone with it
 			}
-			wait = append(wait, kubewait.Target{Resource: o.gvr, Namespace: o.ns, Name: o.name, Kind: o.kind})
+			deleted = append(deleted, o)
 			r.sum.Deleted = append(r.sum.Deleted, o.String())
 		}
-		if err := r.waitFluxGone(ctx, wait); err != nil {
+		if err := r.waitFluxGone(ctx, deleted); err != nil {
 			return err
 		}
 	}
@@ -844,14 +844,50 @@ func (r *run) releaseFlux(ctx context.Context) error {
 // they go in seconds.
 const fluxReleaseWait = 2 * time.Minute
 
-// waitFluxGone waits for Flux's objects to go. One still there when the
-// wait ends has no controller finalizing it (its controller is down): it is
-// left to the Flux Operator's uninstall, which clears finalizers itself,
-// rather than failing a teardown that would finish. A host that stops
-// answering is still unknown state.
-func (r *run) waitFluxGone(ctx context.Context, targets []kubewait.Target) error {
+// fluxFinalizeGrace is how long a suspended applier's controller has to
+// finalize it before krops releases its finalizer itself. A controller
+// takes a deletion only between reconciles, and a Kustomization whose
+// health check waits (`wait: true` on a release that is not Ready) holds
+// it for up to its timeout: the real lane's teardown waited out the whole
+// cap on one.
+const fluxFinalizeGrace = 10 * time.Second
+
+// fluxFinalizer is the finalizer kustomize-controller and helm-controller
+// put on their objects.
+const fluxFinalizer = "finalizers.fluxcd.io"
+
+// waitFluxGone waits for Flux's objects to go. A suspended Kustomization
+// or HelmRelease still there after fluxFinalizeGrace has its controller
+// busy elsewhere; finalizing a suspended one prunes and uninstalls nothing
+// (both controllers skip that for suspended objects), so krops removes
+// Flux's finalizer itself, as the Flux Operator's uninstall does. One still
+// there when the wait ends (another finalizer, or a source whose
+// controller is down) is left to the operator's uninstall, which clears
+// finalizers itself, rather than failing a teardown that would finish. A
+// host that stops answering is still unknown state.
+func (r *run) waitFluxGone(ctx context.Context, objs []fluxObject) error {
+	if len(objs) == 0 {
+		return nil
+	}
 	timeout := min(fluxReleaseWait, r.o.ProviderTimeout)
-	left, err := r.watchGone(ctx, targets, timeout)
+	start, grace := time.Now(), min(fluxFinalizeGrace, timeout)
+	left, err := r.watchGone(ctx, fluxTargets(objs), grace)
+	if !errors.Is(err, kubewait.ErrTimeout) {
+		return err
+	}
+	var rest []fluxObject
+	for _, o := range objs {
+		if !slices.Contains(left, o.String()) {
+			continue
+		}
+		rest = append(rest, o)
+		if o.applies {
+			if err := r.releaseFinalizer(ctx, o, grace); err != nil {
+				return err
+			}
+		}
+	}
+	left, err = r.watchGone(ctx, fluxTargets(rest), max(time.Second, timeout-time.Since(start)))
 	if errors.Is(err, kubewait.ErrTimeout) {
 		r.o.Progress.Warnf("%s still there after %s: no Flux controller finalized it; the Flux Operator's uninstall clears it with the FluxInstance", strings.Join(left, ", "), timeout)
 		return nil
@@ -859,11 +895,53 @@ func (r *run) waitFluxGone(ctx context.Context, targets []kubewait.Target) error
 	return err
 }
 
+// releaseFinalizer removes Flux's finalizer from an applier that is being
+// deleted and is suspended, read afresh: one that is not suspended (it was
+// deleting before the teardown came) may be pruning, and keeps it.
+func (r *run) releaseFinalizer(ctx context.Context, o fluxObject, grace time.Duration) error {
+	qctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
+	defer cancel()
+	res := r.dyn.Resource(o.gvr).Namespace(o.ns)
+	u, err := res.Get(qctx, o.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return &UnknownError{What: "reading " + o.String(), Err: err}
+	}
+	suspended, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+	fins := u.GetFinalizers()
+	if u.GetDeletionTimestamp() == nil || !suspended || !slices.Contains(fins, fluxFinalizer) {
+		return nil
+	}
+	u.SetFinalizers(slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == fluxFinalizer }))
+	// An update, not a patch: it fails on a newer version (the controller
+	// finalizing it at that moment), which the wait then sees go.
+	_, err = res.Update(qctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil:
+		r.o.Progress.Infof("released %s: its controller had not finalized it after %s (busy with an earlier reconcile); suspended, it prunes and uninstalls nothing", o, grace)
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+	default:
+		return &UnknownError{What: "releasing " + o.String(), Err: err}
+	}
+	return nil
+}
+
+func fluxTargets(objs []fluxObject) []kubewait.Target {
+	ts := make([]kubewait.Target, 0, len(objs))
+	for _, o := range objs {
+		ts = append(ts, kubewait.Target{Resource: o.gvr, Namespace: o.ns, Name: o.name, Kind: o.kind})
+	}
+	return ts
+}
+
 // fluxObject is one Flux object on the host.
 type fluxObject struct {
 	gvr      schema.GroupVersionResource
 	kind     string
 	ns, name string
+	applies  bool // a Kustomization or HelmRelease, suspended before its deletion
 }
 
 func (o fluxObject) String() string { return o.kind + " " + o.ns + "/" + o.name }
