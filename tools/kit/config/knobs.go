@@ -45,6 +45,7 @@ func KnobTable() []Knob {
 		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
 		{"REGISTRY_READY_RETRIES", "registry-ready-retries", "extra one-second attempts of the registry readiness probe", "120"},
 		{"KROPS_CHART_REPOSITORY", "chart-repository", "one repository every chart krops installs comes from (flux-operator, cert-manager, cluster-api-operator, at <repository>/<chart>): the seed's and the pivot's installs and the trees' HelmRepositories; oci://host/path (a mirror, an air-gap registry; the local registry speaks plain HTTP) or an https:// chart repository", "each chart's upstream repository"},
+		{"KROPS_PROVIDER_REPOSITORY", "provider-repository", "one OCI repository the Cluster API operator fetches every provider's components from instead of its GitHub release (oci://host/path, each release at <path>/<GitHub repository>/releases:<version>; the local registry speaks plain HTTP): a mirror for air-gapped hosts or GitHub's API rate limit", "each provider's GitHub release"},
 		{"LOCAL_RECONCILE_TIMEOUT", "local-reconcile-timeout", "how long local-host waits for Flux to reconcile", "15m"},
 		{"CONTAINER_ENGINE", "container-engine", "container engine: docker or podman", "docker if it answers, else podman"},
 		{"ENGINE_SOCK", "engine-sock", "engine socket mounted into kind nodes", "detected from the engine"},
@@ -107,7 +108,10 @@ type Knobs struct {
 	NodeImage string
 	// ChartRepository is empty when unset: each chart's upstream
 	// (ChartRepositoryOr).
-	ChartRepository       string
+	ChartRepository string
+	// ProviderRepository is empty when unset: the Cluster API providers'
+	// GitHub releases (the trees' default).
+	ProviderRepository    string
 	RegistryPort          uint16
 	RegistryReadyRetries  uint32
 	LocalReconcileTimeout time.Duration
@@ -245,6 +249,7 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		Profile:               str("KROPS_PROFILE", ""),
 		NodeImage:             strings.TrimSpace(str("KROPS_KIND_NODE_IMAGE", "")),
 		ChartRepository:       strings.TrimSpace(str("KROPS_CHART_REPOSITORY", "")),
+		ProviderRepository:    strings.TrimSpace(str("KROPS_PROVIDER_REPOSITORY", "")),
 		RegistryReadyRetries:  uint32(uintKnob("REGISTRY_READY_RETRIES", 120, 32)),
 		LocalReconcileTimeout: dur("LOCAL_RECONCILE_TIMEOUT", 15*time.Minute, true),
 		ContainerEngine:       str("CONTAINER_ENGINE", ""),
@@ -315,6 +320,9 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	if err := CheckChartRepository(k.ChartRepository); k.ChartRepository != "" && err != nil {
 		bad("KROPS_CHART_REPOSITORY", k.ChartRepository, "oci://<registry>/<path> or an http(s):// chart repository URL ("+err.Error()+")")
 	}
+	if err := CheckProviderRepository(k.ProviderRepository); k.ProviderRepository != "" && err != nil {
+		bad("KROPS_PROVIDER_REPOSITORY", k.ProviderRepository, "oci://<registry>/<path>, where each provider release is an OCI artifact <path>/<GitHub repository>/releases:<version> ("+err.Error()+")")
+	}
 	switch k.ContainerEngine {
 	case "", "docker", "podman":
 	default:
@@ -355,6 +363,17 @@ func CheckChartRepository(repo string) error {
 		return errors.New("no host")
 	}
 	return nil
+}
+
+// CheckProviderRepository accepts oci://<registry>/<path>: the Cluster API
+// operator fetches a provider's components from an OCI artifact only.
+func CheckProviderRepository(repo string) error {
+	rest, ok := strings.CutPrefix(repo, "oci://")
+	if !ok {
+		return errors.New("no oci:// scheme")
+	}
+	_, err := name.NewRepository(strings.TrimSuffix(rest, "/"))
+	return err
 }
 
 // Size limits of the files path knobs name. A kubeconfig with many

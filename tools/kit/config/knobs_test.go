@@ -74,6 +74,8 @@ func TestKnobValues(t *testing.T) {
 		{map[string]string{"KROPS_PROFILE": "aws"}, func(k *Knobs) bool { return k.Profile == "aws" }},
 		{map[string]string{"KROPS_CHART_REPOSITORY": "oci://mirror.example:8443/charts/"}, func(k *Knobs) bool { return k.ChartRepository == "oci://mirror.example:8443/charts/" }},
 		{map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/flux"}, func(k *Knobs) bool { return k.ChartRepository == "https://charts.example/flux" }},
+		{map[string]string{"KROPS_PROVIDER_REPOSITORY": " oci://mirror.example:8443/capi "}, func(k *Knobs) bool { return k.ProviderRepository == "oci://mirror.example:8443/capi" }},
+		{map[string]string{}, func(k *Knobs) bool { return k.ProviderRepository == "" }},
 		{map[string]string{"KROPS_CHART_REPOSITORY": ""}, func(k *Knobs) bool {
 			return k.ChartRepository == "" && k.ChartRepositoryOr(DefaultChartRepository) == DefaultChartRepository
 		}},
@@ -127,6 +129,8 @@ func TestInvalidKnobsAreNamedWithWhatIsAccepted(t *testing.T) {
 		{"KROPS_CHART_REPOSITORY", "ghcr.io/controlplaneio-fluxcd/charts", "oci://<registry>/<path>"},
 		{"KROPS_CHART_REPOSITORY", "oci://Upper.example/Charts", "oci://<registry>/<path>"},
 		{"KROPS_CHART_REPOSITORY", "https:///charts", "no host"},
+		{"KROPS_PROVIDER_REPOSITORY", "https://github.com/kubernetes-sigs", "no oci:// scheme"},
+		{"KROPS_PROVIDER_REPOSITORY", "oci://Upper.example/Capi", "<GitHub repository>/releases:<version>"},
 	}
 	for _, tc := range cases {
 		_, err := parseKnobs(t, map[string]string{tc.name: tc.value})

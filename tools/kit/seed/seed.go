@@ -78,6 +78,19 @@ type Charts struct {
 	Insecure bool
 }
 
+// Providers is where the Cluster API operator on this cluster fetches the
+// providers' components when the run mirrors their releases
+// (KROPS_PROVIDER_REPOSITORY); an empty Repository means their GitHub
+// releases, as the trees say.
+type Providers struct {
+	// Repository is oci://<registry>/<path>, as this cluster's pods reach
+	// it; each release is the artifact <path>/<GitHub repository>/releases
+	// tagged with its version.
+	Repository string
+	// PlainHTTP: the registry speaks plain HTTP (the local registry).
+	PlainHTTP bool
+}
+
 // Options describe one seeding.
 type Options struct {
 	Cluster     kubecfg.Ref
@@ -87,6 +100,7 @@ type Options struct {
 	PATSecret, AgeSecret string
 	Sync                 Sync
 	Charts               Charts
+	Providers            Providers
 	Secrets              Secrets
 	// Run is the run metadata: RunID set means reuse the ConfigMap when it
 	// is there; CopyFrom, when set, copies it from another cluster.
@@ -388,10 +402,11 @@ func putSecret(ctx context.Context, kc kubernetes.Interface, ns, name string, da
 // chart repository the run sets.
 const SyncConfigMapName = "krops-sync"
 
-// SyncVars are the variables of SyncConfigMapName. The chart variables are
-// there only when the run sets a chart repository: absent, the trees'
-// defaults (each chart's upstream) apply.
-func SyncVars(s Sync, c Charts) map[string]string {
+// SyncVars are the variables of SyncConfigMapName. The chart and provider
+// variables are there only when the run sets a repository for them:
+// absent, the trees' defaults (each chart's upstream, each provider's
+// GitHub releases) apply.
+func SyncVars(s Sync, c Charts, p Providers) map[string]string {
 	vars := map[string]string{"KROPS_SYNC_KIND": s.Kind, "KROPS_SYNC_URL": s.URL, "KROPS_SYNC_REF": s.Ref}
 	if c.Repository != "" {
 		vars["KROPS_CHART_REPOSITORY"] = strings.TrimSuffix(c.Repository, "/")
@@ -401,13 +416,24 @@ func SyncVars(s Sync, c Charts) map[string]string {
 		}
 		vars["KROPS_CHART_REPOSITORY_INSECURE"] = strconv.FormatBool(c.Insecure)
 	}
+	if p.Repository != "" {
+		// The provider objects' fetchConfig key (oci instead of url) and
+		// its prefix, in the operator's own notation: no scheme, and
+		// http:// for a plain-HTTP registry.
+		repo := strings.TrimSuffix(strings.TrimPrefix(p.Repository, "oci://"), "/")
+		if p.PlainHTTP {
+			repo = "http://" + repo
+		}
+		vars["KROPS_PROVIDER_FETCH"] = "oci"
+		vars["KROPS_PROVIDER_REPOSITORY"] = repo
+	}
 	return vars
 }
 
 // applySyncVars makes the ConfigMap hold exactly SyncVars.
 func applySyncVars(ctx context.Context, kc kubernetes.Interface, o Options) error {
 	cms := kc.CoreV1().ConfigMaps(o.Namespace)
-	want := SyncVars(o.Sync, o.Charts)
+	want := SyncVars(o.Sync, o.Charts, o.Providers)
 	cur, err := cms.Get(ctx, SyncConfigMapName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

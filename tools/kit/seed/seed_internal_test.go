@@ -158,14 +158,19 @@ func TestSyncVarsFollowTheSource(t *testing.T) {
 	// its URL, the HelmRepository type it needs and whether it is plain
 	// HTTP. Unset again, the keys go, so the trees fall back to upstream.
 	for _, c := range []struct {
-		charts Charts
-		want   map[string]string
+		charts    Charts
+		providers Providers
+		want      map[string]string
 	}{
-		{Charts{Repository: "oci://krops-registry:5000/charts/", Insecure: true}, map[string]string{"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true"}},
-		{Charts{Repository: "https://charts.example/all"}, map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/all", "KROPS_CHART_REPOSITORY_TYPE": "default", "KROPS_CHART_REPOSITORY_INSECURE": "false"}},
-		{Charts{}, nil},
+		{Charts{Repository: "oci://krops-registry:5000/charts/", Insecure: true}, Providers{}, map[string]string{"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true"}},
+		{Charts{Repository: "https://charts.example/all"}, Providers{}, map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/all", "KROPS_CHART_REPOSITORY_TYPE": "default", "KROPS_CHART_REPOSITORY_INSECURE": "false"}},
+		// A provider repository: the fetchConfig key and the prefix in the
+		// operator's notation (no oci://; http:// for plain HTTP).
+		{Charts{}, Providers{Repository: "oci://krops-registry:5000/capi/", PlainHTTP: true}, map[string]string{"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "http://krops-registry:5000/capi"}},
+		{Charts{}, Providers{Repository: "oci://mirror.example/capi"}, map[string]string{"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "mirror.example/capi"}},
+		{Charts{}, Providers{}, nil},
 	} {
-		o.Charts = c.charts
+		o.Charts, o.Providers = c.charts, c.providers
 		if err := applySyncVars(ctx, kc, o); err != nil {
 			t.Fatal(err)
 		}

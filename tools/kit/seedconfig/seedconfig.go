@@ -123,6 +123,17 @@ func inClusterCharts(sel *cli.Selected, inCluster string) seed.Charts {
 	return seed.Charts{Repository: "oci://" + inCluster + "/" + path, Insecure: true}
 }
 
+// inClusterProviders is KROPS_PROVIDER_REPOSITORY as the cluster's Cluster
+// API operator reaches it, translated like inClusterCharts.
+func inClusterProviders(sel *cli.Selected, inCluster string) seed.Providers {
+	repo := sel.Knobs.ProviderRepository
+	if !OnLocalRegistry(sel, repo) {
+		return seed.Providers{Repository: repo}
+	}
+	_, path, _ := strings.Cut(strings.TrimPrefix(repo, "oci://"), "/")
+	return seed.Providers{Repository: "oci://" + inCluster + "/" + path, PlainHTTP: true}
+}
+
 // RegistryInClusterPort is the port the local registry listens on inside
 // its container, where the kind network reaches it.
 const RegistryInClusterPort = 5000
@@ -167,7 +178,8 @@ func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), 
 		Namespace: sel.Config.Bootstrap.FluxNamespace, PATSecret: sel.Config.Bootstrap.GitHubPATSecret, AgeSecret: sel.Config.Bootstrap.SOPSAgeSecret,
 		Operator: seed.OperatorOptions{Repository: sel.Knobs.ChartRepositoryOr(config.DefaultChartRepository), Version: sel.Config.Charts.FluxOperator,
 			PlainHTTP: OnLocalRegistry(sel, sel.Knobs.ChartRepository)},
-		Charts: inClusterCharts(sel, registryInCluster(sel, p)),
+		Charts:    inClusterCharts(sel, registryInCluster(sel, p)),
+		Providers: inClusterProviders(sel, registryInCluster(sel, p)),
 		Run: runmeta.Options{Environment: sel.Environment.Name, Now: time.Now(), RunID: sel.Knobs.RunID, Revision: firstNonEmpty(sel.Knobs.Revision, ch.Revision),
 			TTL: sel.Knobs.RunTTL, RunKind: sel.Knobs.RunKind},
 		Wait: append([]string{"flux-system"}, p.WaitFor...), WaitTimeout: sel.Knobs.LocalReconcileTimeout,

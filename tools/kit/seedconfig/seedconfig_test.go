@@ -84,3 +84,25 @@ func TestChartsAsTheClusterReachesThem(t *testing.T) {
 		}
 	}
 }
+
+// The provider objects read KROPS_PROVIDER_REPOSITORY as the cluster's
+// Cluster API operator reaches it, translated as the charts are.
+func TestProvidersAsTheClusterReachesThem(t *testing.T) {
+	for _, tc := range []struct {
+		toolbox bool
+		repo    string
+		want    seed.Providers
+	}{
+		{false, "oci://localhost:5001/capi", seed.Providers{Repository: "oci://krops-registry:5000/capi", PlainHTTP: true}},
+		{true, "oci://krops-registry:5000/team/capi", seed.Providers{Repository: "oci://krops-registry:5000/team/capi", PlainHTTP: true}},
+		{false, "oci://mirror.example/capi", seed.Providers{Repository: "oci://mirror.example/capi"}},
+		{false, "", seed.Providers{}},
+	} {
+		conf := &config.Config{}
+		conf.Bootstrap.RegistryName = "krops-registry"
+		sel := &cli.Selected{Lookup: lookup{}.get, Knobs: &config.Knobs{Toolbox: tc.toolbox, RegistryPort: 5001, ProviderRepository: tc.repo}, Config: conf}
+		if got := inClusterProviders(sel, registryInCluster(sel, Params{})); got != tc.want {
+			t.Errorf("toolbox %v, %q: %+v, want %+v", tc.toolbox, tc.repo, got, tc.want)
+		}
+	}
+}

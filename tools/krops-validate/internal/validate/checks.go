@@ -417,6 +417,9 @@ func checkNaming(in *Input) Result {
 var (
 	placeholder = regexp.MustCompile(`\$\{(KROPS_[A-Z0-9_]+)(:=|:-)?([^}]*)\}`)
 	quotedValue = regexp.MustCompile(`:\s*(["'])(.*)(["'])\s*$`)
+	// quotedKey: a mapping key that is one quoted placeholder (the provider
+	// objects' fetchConfig picks its key, url or oci, by one).
+	quotedKey = regexp.MustCompile(`^\s*(?:-\s+)?(["'])(\$\{[^}]*\})(["']):(\s|$)`)
 )
 
 // checkPlaceholders: every ${KROPS_*} is quoted and has a default, so an
@@ -438,6 +441,9 @@ func checkPlaceholders(in *Input) Result {
 					if !strings.HasSuffix(strings.TrimSpace(line), ": "+m[0]) {
 						r.Problems = append(r.Problems, Problem{where, fmt.Sprintf("%s stands for a list, map or boolean: it must be the whole value, unquoted (key: %s)", m[0], m[0])})
 					}
+					continue
+				}
+				if k := quotedKey.FindStringSubmatch(line); k != nil && k[1] == k[3] && k[2] == m[0] {
 					continue
 				}
 				if q := quotedValue.FindStringSubmatch(line); q == nil || q[1] != q[3] || !strings.Contains(q[2], m[0]) {

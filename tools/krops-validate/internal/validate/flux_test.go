@@ -64,11 +64,13 @@ func TestTreesReconcileWithRealFlux(t *testing.T) {
 	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cluster-vars", Namespace: flux.Namespace}, Data: clusterVars}); err != nil {
 		t.Fatal(err)
 	}
-	// krops-sync with the chart keys only, as krops-flux-seed writes them
-	// for KROPS_CHART_REPOSITORY on the local registry (its sync keys stay
-	// absent, so those placeholders take their defaults).
+	// krops-sync with the chart and provider keys only, as krops-flux-seed
+	// writes them for KROPS_CHART_REPOSITORY and KROPS_PROVIDER_REPOSITORY on
+	// the local registry (its sync keys stay absent, so those placeholders
+	// take their defaults).
 	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "krops-sync", Namespace: flux.Namespace}, Data: map[string]string{
 		"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true",
+		"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "http://krops-registry:5000/capi",
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +168,28 @@ spec:
 		spec, _, _ := unstructured.NestedMap(hr.Object, "spec")
 		if spec["url"] != "oci://krops-registry:5000/charts" || spec["type"] != "oci" || spec["insecure"] != true {
 			t.Errorf("HelmRepository %s after Flux's substitution: url %v, type %v, insecure %#v; want krops-sync's repository, oci, true", key, spec["url"], spec["type"], spec["insecure"])
+		}
+	}
+
+	// The provider repository from krops-sync turns every provider's
+	// fetchConfig from its GitHub release (url) into the release's mirror
+	// (oci), which the operator's CRD accepts only as the one source.
+	for _, p := range []struct {
+		kind, ns, name, want string
+	}{
+		{"CoreProvider", "capi-system", "cluster-api", "http://krops-registry:5000/capi/cluster-api/releases"},
+		{"InfrastructureProvider", "capd-system", "docker", "http://krops-registry:5000/capi/cluster-api/releases"},
+		{"InfrastructureProvider", "capa-system", "aws", "http://krops-registry:5000/capi/cluster-api-provider-aws/releases"},
+		{"BootstrapProvider", "cabpt-system", "talos", "http://krops-registry:5000/capi/cluster-api-bootstrap-provider-talos/releases"},
+	} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Kind: p.kind})
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: p.name}, u); err != nil {
+			t.Errorf("%s %s/%s: %v", p.kind, p.ns, p.name, err)
+			continue
+		}
+		if fc, _, _ := unstructured.NestedStringMap(u.Object, "spec", "fetchConfig"); len(fc) != 1 || fc["oci"] != p.want {
+			t.Errorf("%s %s/%s fetchConfig after Flux's substitution: %v, want only oci: %s", p.kind, p.ns, p.name, fc, p.want)
 		}
 	}
 }

@@ -144,6 +144,9 @@ spec:
   template:
     metadata:
       labels: {app: podinfo}
+      annotations:
+        # A placeholder that picks the key (as the provider objects' fetchConfig).
+        "${KROPS_SOURCE_KEY:=krops.io/source}": "${KROPS_SOURCE:=https://github.com/kropsdev}/krops"
     spec:
       containers:
       - name: podinfo
@@ -243,6 +246,9 @@ func TestEachRuleCatchesItsBreakage(t *testing.T) {
 		{"an unquoted placeholder", func(f map[string]string) {
 			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], `"${KROPS_RUN_ID:=unknown}"`, `${KROPS_RUN_ID:=unknown}`, 1)
 		}, "every ${KROPS_*} placeholder is quoted and has a default", "inside a quoted string"},
+		{"an unquoted key placeholder", func(f map[string]string) {
+			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], `"${KROPS_SOURCE_KEY:=krops.io/source}":`, `${KROPS_SOURCE_KEY:=krops.io/source}:`, 1)
+		}, "every ${KROPS_*} placeholder is quoted and has a default", "${KROPS_SOURCE_KEY:=krops.io/source} must be inside a quoted string"},
 		{"a structured placeholder inside a string", func(f map[string]string) {
 			f["mgmt/one/apps.yaml"] = strings.Replace(f["mgmt/one/apps.yaml"], `"${KROPS_RUN_ID:=unknown}"`, "\"${KROPS_RUN_ID:=unknown}\"\n    mirrors: \"x${KROPS_MIRRORS:=[]}\"", 1)
 		}, "every ${KROPS_*} placeholder is quoted and has a default", "${KROPS_MIRRORS:=[]} stands for a list, map or boolean: it must be the whole value, unquoted"},
