@@ -4,7 +4,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,10 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	ggtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -26,6 +32,7 @@ import (
 	"github.com/kropsdev/krops/tools/kit/fluxbuild"
 	"github.com/kropsdev/krops/tools/kit/helmrelease"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
+	"github.com/kropsdev/krops/tools/kit/seed"
 	"github.com/kropsdev/krops/tools/testenv/seedtest"
 )
 
@@ -33,6 +40,11 @@ import (
 // the local registry, as an air-gapped user's [[mirrors]] would.
 // operatorGroup is the API group of the Cluster API operator's providers.
 const operatorGroup = "operator.cluster.x-k8s.io"
+
+// operatorType is the operator's name for a provider kind's type, which
+// names its file in a release artifact.
+var operatorType = map[string]string{"CoreProvider": "core", "BootstrapProvider": "bootstrap",
+	"ControlPlaneProvider": "control-plane", "InfrastructureProvider": "infrastructure"}
 
 const quayMirror = "[[mirrors]]\nregistry = \"quay.io\"\nendpoints = [\"http://" + laneRegistryInNet + "\"]\n"
 
@@ -124,12 +136,10 @@ func laneCharts(t *testing.T, repo, host string) (certManager, operator helmrele
 		helmrelease.Chart{Repository: repository, Name: "cluster-api-operator", Version: opPin}
 }
 
-// providerConfigMap is what the operator's offline mode reads for one
-// provider version (fetchConfig.selector): the module's metadata.yaml and
-// its components as the provider's release builds them (kustomize
-// config/default, the manager image set to the release image), gzipped
-// because core's CRDs pass a ConfigMap's 1 MiB.
-func providerConfigMap(t *testing.T, p capiProvider, name, version string) map[string]any {
+// providerComponents are one provider's components as its release builds
+// them (kustomize config/default, the manager image set to the release
+// image).
+func providerComponents(t *testing.T, p capiProvider) []byte {
 	t.Helper()
 	var docs []string
 	for _, o := range kustomizeBuild(t, filepath.Join(p.module, p.config)) {
@@ -147,24 +157,58 @@ func providerConfigMap(t *testing.T, p capiProvider, name, version string) map[s
 		}
 		docs = append(docs, string(b))
 	}
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	if _, err := w.Write([]byte(strings.Join(docs, "---\n"))); err != nil {
-		t.Fatal(err)
+	return []byte(strings.Join(docs, "---\n"))
+}
+
+// providerRepository is where the lane mirrors the providers' releases, as
+// KROPS_PROVIDER_REPOSITORY names it from this machine.
+const providerRepository = "localhost:5001/capi"
+
+// pushProviderRelease mirrors the cluster-api release into the lane's
+// registry as docs/configuration.md ("Provider repository") tells a user
+// to: one OCI artifact tagged with the version, its layers the release's
+// files named by their title annotation (as `oras push` names them),
+// CAPD's infrastructure-components-development.yaml as
+// infrastructure-components.yaml. The operator fetches it from there.
+func pushProviderRelease(t *testing.T, l *capiLane, types map[string]string) string {
+	t.Helper()
+	img := mutate.MediaType(empty.Image, ggtypes.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, "application/vnd.oci.empty.v1+json")
+	files := map[string][]byte{}
+	for _, p := range l.providers {
+		typ, ok := types[p.namespace]
+		if !ok {
+			t.Fatalf("the tree has no provider object in %s", p.namespace)
+		}
+		files[typ+"-components.yaml"] = providerComponents(t, p)
+		metadata, err := os.ReadFile(p.metadata)
+		if err != nil {
+			t.Fatalf("the provider's metadata.yaml: %v", err)
+		}
+		files["metadata.yaml"] = metadata
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	var names []string
+	for name := range files {
+		names = append(names, name)
 	}
-	metadata, err := os.ReadFile(p.metadata)
+	sort.Strings(names)
+	for _, name := range names {
+		var err error
+		img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(files[name], "text/plain"),
+			Annotations: map[string]string{"org.opencontainers.image.title": name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, err := name.ParseReference(providerRepository+"/cluster-api/releases:"+l.version, name.Insecure)
 	if err != nil {
-		t.Fatalf("the provider's metadata.yaml: %v", err)
+		t.Fatal(err)
 	}
-	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": version, "namespace": p.namespace,
-			"labels":      map[string]any{"provider-components": name, "provider.cluster.x-k8s.io/version": version},
-			"annotations": map[string]any{"provider.cluster.x-k8s.io/compressed": "true"}},
-		"data":       map[string]any{"metadata": string(metadata)},
-		"binaryData": map[string]any{"components": gz.Bytes()}}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing the cluster-api release to %s: %v", ref, err)
+	}
+	t.Logf("mirrored the cluster-api release %s as %s: %s", l.version, ref, strings.Join(names, ", "))
+	return ref.String()
 }
 
 // operatorProviders installs cert-manager and the Cluster API operator
@@ -211,9 +255,23 @@ func operatorProviders(t *testing.T, r *realEnv, l *capiLane, kubectl func(...st
 	}
 
 	start := time.Now()
-	var namespaces, configMaps, objects []map[string]any
+	// krops-sync's provider keys as krops-flux-seed writes them for
+	// KROPS_PROVIDER_REPOSITORY=oci://localhost:5001/capi (the local
+	// registry, by its in-cluster name, over plain HTTP).
+	sync := seed.SyncVars(seed.Options{Providers: seed.Providers{Repository: "oci://" + laneRegistryInNet + "/capi", PlainHTTP: true}})
+	vars := map[string]string{"KROPS_ENVIRONMENT": "local-host",
+		"KROPS_PROVIDER_FETCH": sync["KROPS_PROVIDER_FETCH"], "KROPS_PROVIDER_REPOSITORY": sync["KROPS_PROVIDER_REPOSITORY"]}
+	built := splitObjects(t, fluxExpand(t, kustomizeYAML(t, filepath.Join(r.repo, "mgmt/local-host/capi-providers")), vars))
+	types := map[string]string{}
+	for _, o := range built {
+		if kind := o["kind"].(string); strings.HasSuffix(kind, "Provider") && kind != "AddonProvider" {
+			types[o["metadata"].(map[string]any)["namespace"].(string)] = operatorType[kind]
+		}
+	}
+	pushProviderRelease(t, l, types)
+	var namespaces, objects []map[string]any
 	var providers [][2]string // resource, namespace/name
-	for _, o := range kustomizeBuild(t, filepath.Join(r.repo, "mgmt/local-host/capi-providers")) {
+	for _, o := range built {
 		md := o["metadata"].(map[string]any)
 		kind := o["kind"].(string)
 		switch {
@@ -224,24 +282,14 @@ func operatorProviders(t *testing.T, r *realEnv, l *capiLane, kubectl func(...st
 			continue
 		case strings.HasSuffix(kind, "Provider"):
 			ns := md["namespace"].(string)
-			var p *capiProvider
-			for i := range l.providers {
-				if l.providers[i].namespace == ns {
-					p = &l.providers[i]
-				}
-			}
-			if p == nil {
-				t.Fatalf("the tree's %s %s/%s has no provider module in the lane", kind, ns, md["name"])
-			}
 			spec := o["spec"].(map[string]any)
 			if spec["version"] != l.version {
 				t.Fatalf("the tree pins %s %s at %v, the lane builds %s", kind, md["name"], spec["version"], l.version)
 			}
-			// Offline delivery: the operator reads the components from the
-			// ConfigMaps it selects instead of the providers' GitHub releases.
-			label := kind + "-" + md["name"].(string)
-			spec["fetchConfig"] = map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"provider-components": label}}}
-			configMaps = append(configMaps, providerConfigMap(t, *p, label, l.version))
+			// The tree's own fetchConfig, substituted: the mirror, not GitHub.
+			if fc, _ := spec["fetchConfig"].(map[string]any); len(fc) != 1 || fc["oci"] != "http://"+laneRegistryInNet+"/capi/cluster-api/releases" {
+				t.Fatalf("the tree's %s %s/%s fetches from %v after substitution, want the lane's mirror", kind, ns, md["name"], fc)
+			}
 			providers = append(providers, [2]string{strings.ToLower(kind) + "." + operatorGroup, ns + "/" + md["name"].(string)})
 		}
 		objects = append(objects, o)
@@ -250,7 +298,7 @@ func operatorProviders(t *testing.T, r *realEnv, l *capiLane, kubectl func(...st
 		t.Fatalf("the tree's providers %v, want one for each of the lane's %d", providers, len(l.providers))
 	}
 	var docs []string
-	for _, o := range append(append(namespaces, configMaps...), objects...) {
+	for _, o := range append(namespaces, objects...) {
 		b, err := yaml.Marshal(o)
 		if err != nil {
 			t.Fatal(err)
@@ -305,14 +353,17 @@ func operatorImages(t *testing.T, repo string) []string {
 // in the local registry (over OCI), the tree's provider objects go in, and
 // the operator installs the core, kubeadm and CAPD providers from their
 // components delivered offline, their webhooks served with certificates
-// the in-cluster cert-manager issued.
+// the in-cluster cert-manager issued. The components come through the
+// product's KROPS_PROVIDER_REPOSITORY: the tree's provider objects,
+// substituted with krops-sync's keys as Flux and the pivot substitute them,
+// fetch the cluster-api release from the lane registry's mirror of it
+// (built from the modules and pushed as the docs tell a user to).
 //
 // STAND-INS, named: cert-manager's four programs
 // (tools/testenv/cmd/krops-standin-certmanager under cert-manager's real
-// chart; the proxy serves none of their modules); the providers'
-// components come from ConfigMaps the test writes from the modules (the
-// operator's offline mode) instead of the GitHub releases the tree's
-// objects name. CAAPH (module not served) is left out.
+// chart; the proxy serves none of their modules); the release's files are
+// built from the modules, not downloaded from GitHub. CAAPH (module not
+// served) is left out.
 func TestRealEngineProvidersThroughTheOperator(t *testing.T) {
 	r := newRealEnv(t)
 	l := newCAPILane(t)

@@ -45,6 +45,7 @@ func KnobTable() []Knob {
 		{"REGISTRY_PORT", "registry-port", "host port the local registry publishes on 127.0.0.1", "5001"},
 		{"REGISTRY_READY_RETRIES", "registry-ready-retries", "extra one-second attempts of the registry readiness probe", "120"},
 		{"KROPS_CHART_REPOSITORY", "chart-repository", "one repository every chart krops installs comes from (flux-operator, cert-manager, cluster-api-operator, at <repository>/<chart>): the seed's and the pivot's installs and the trees' HelmRepositories; oci://host/path (a mirror, an air-gap registry; the local registry speaks plain HTTP) or an https:// chart repository", "each chart's upstream repository"},
+		{"KROPS_FLUX_REGISTRY", "flux-registry", "where the clusters pull the Flux controllers from (the FluxInstance's distribution.registry, <registry>/<controller>:<tag>): on kind, the management cluster and local-host's workload cluster; a registry holding them by tag, such as the local registry as localhost:<REGISTRY_PORT>/fluxcd", "ghcr.io/fluxcd (the Flux Operator pins each image's digest)"},
 		{"KROPS_PROVIDER_REPOSITORY", "provider-repository", "one OCI repository the Cluster API operator fetches every provider's components from instead of its GitHub release (oci://host/path, each release at <path>/<GitHub repository>/releases:<version>; the local registry speaks plain HTTP): a mirror for air-gapped hosts or GitHub's API rate limit", "each provider's GitHub release"},
 		{"LOCAL_RECONCILE_TIMEOUT", "local-reconcile-timeout", "how long local-host waits for Flux to reconcile", "15m"},
 		{"CONTAINER_ENGINE", "container-engine", "container engine: docker or podman", "docker if it answers, else podman"},
@@ -111,7 +112,9 @@ type Knobs struct {
 	ChartRepository string
 	// ProviderRepository is empty when unset: the Cluster API providers'
 	// GitHub releases (the trees' default).
-	ProviderRepository    string
+	ProviderRepository string
+	// FluxRegistry is empty when unset: DefaultFluxRegistry.
+	FluxRegistry          string
 	RegistryPort          uint16
 	RegistryReadyRetries  uint32
 	LocalReconcileTimeout time.Duration
@@ -250,6 +253,7 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		NodeImage:             strings.TrimSpace(str("KROPS_KIND_NODE_IMAGE", "")),
 		ChartRepository:       strings.TrimSpace(str("KROPS_CHART_REPOSITORY", "")),
 		ProviderRepository:    strings.TrimSpace(str("KROPS_PROVIDER_REPOSITORY", "")),
+		FluxRegistry:          strings.TrimSuffix(strings.TrimSpace(str("KROPS_FLUX_REGISTRY", "")), "/"),
 		RegistryReadyRetries:  uint32(uintKnob("REGISTRY_READY_RETRIES", 120, 32)),
 		LocalReconcileTimeout: dur("LOCAL_RECONCILE_TIMEOUT", 15*time.Minute, true),
 		ContainerEngine:       str("CONTAINER_ENGINE", ""),
@@ -323,6 +327,11 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 	if err := CheckProviderRepository(k.ProviderRepository); k.ProviderRepository != "" && err != nil {
 		bad("KROPS_PROVIDER_REPOSITORY", k.ProviderRepository, "oci://<registry>/<path>, where each provider release is an OCI artifact <path>/<GitHub repository>/releases:<version> ("+err.Error()+")")
 	}
+	if k.FluxRegistry != "" {
+		if _, err := name.NewRepository(k.FluxRegistry); err != nil || strings.Contains(k.FluxRegistry, "://") {
+			bad("KROPS_FLUX_REGISTRY", k.FluxRegistry, "a registry path without a scheme, such as localhost:5001/fluxcd or mirror.example.com/fluxcd, holding <path>/source-controller and the other controllers")
+		}
+	}
 	switch k.ContainerEngine {
 	case "", "docker", "podman":
 	default:
@@ -332,6 +341,18 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 		return nil, errors.Join(errs...)
 	}
 	return k, nil
+}
+
+// DefaultFluxRegistry is where the Flux controllers are published; the
+// Flux Operator pins their digests only there.
+const DefaultFluxRegistry = "ghcr.io/fluxcd"
+
+// FluxRegistryOr is where the clusters pull the Flux controllers from.
+func (k *Knobs) FluxRegistryOr() string {
+	if k.FluxRegistry != "" {
+		return k.FluxRegistry
+	}
+	return DefaultFluxRegistry
 }
 
 // DefaultChartRepository is where the flux-operator chart is published.

@@ -101,7 +101,10 @@ type Options struct {
 	Sync                 Sync
 	Charts               Charts
 	Providers            Providers
-	Secrets              Secrets
+	// FluxRegistry is where the clusters pull the Flux controllers from
+	// (FluxInstance distribution.registry); empty means ghcr.io/fluxcd.
+	FluxRegistry string
+	Secrets      Secrets
 	// Run is the run metadata: RunID set means reuse the ConfigMap when it
 	// is there; CopyFrom, when set, copies it from another cluster.
 	Run      runmeta.Options
@@ -402,11 +405,12 @@ func putSecret(ctx context.Context, kc kubernetes.Interface, ns, name string, da
 // chart repository the run sets.
 const SyncConfigMapName = "krops-sync"
 
-// SyncVars are the variables of SyncConfigMapName. The chart and provider
-// variables are there only when the run sets a repository for them:
-// absent, the trees' defaults (each chart's upstream, each provider's
-// GitHub releases) apply.
-func SyncVars(s Sync, c Charts, p Providers) map[string]string {
+// SyncVars are the variables of SyncConfigMapName. The chart, provider and
+// Flux registry variables are there only when the run sets them: absent,
+// the trees' defaults (each chart's upstream, each provider's GitHub
+// releases, ghcr.io/fluxcd) apply.
+func SyncVars(o Options) map[string]string {
+	s, c, p := o.Sync, o.Charts, o.Providers
 	vars := map[string]string{"KROPS_SYNC_KIND": s.Kind, "KROPS_SYNC_URL": s.URL, "KROPS_SYNC_REF": s.Ref}
 	if c.Repository != "" {
 		vars["KROPS_CHART_REPOSITORY"] = strings.TrimSuffix(c.Repository, "/")
@@ -427,13 +431,16 @@ func SyncVars(s Sync, c Charts, p Providers) map[string]string {
 		vars["KROPS_PROVIDER_FETCH"] = "oci"
 		vars["KROPS_PROVIDER_REPOSITORY"] = repo
 	}
+	if o.FluxRegistry != "" && o.FluxRegistry != defaultFluxRegistry {
+		vars["KROPS_FLUX_REGISTRY"] = o.FluxRegistry
+	}
 	return vars
 }
 
 // applySyncVars makes the ConfigMap hold exactly SyncVars.
 func applySyncVars(ctx context.Context, kc kubernetes.Interface, o Options) error {
 	cms := kc.CoreV1().ConfigMaps(o.Namespace)
-	want := SyncVars(o.Sync, o.Charts, o.Providers)
+	want := SyncVars(o)
 	cur, err := cms.Get(ctx, SyncConfigMapName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -463,11 +470,23 @@ func apiReason(err error) string {
 	return err.Error()
 }
 
+// defaultFluxRegistry is where the Flux controllers are published, the one
+// registry the Flux Operator pins their digests for; elsewhere it names
+// them by tag.
+const defaultFluxRegistry = "ghcr.io/fluxcd"
+
+func fluxRegistry(r string) string {
+	if r == "" {
+		return defaultFluxRegistry
+	}
+	return r
+}
+
 // Instance renders the FluxInstance.
 func Instance(o Options) *unstructured.Unstructured {
 	sync := map[string]any{"kind": "GitRepository", "url": o.Sync.URL, "ref": o.Sync.Ref, "path": o.Sync.Path}
 	spec := map[string]any{
-		"distribution": map[string]any{"version": "2.x", "registry": "ghcr.io/fluxcd"},
+		"distribution": map[string]any{"version": "2.x", "registry": fluxRegistry(o.FluxRegistry)},
 		"components":   []any{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"},
 		"cluster":      map[string]any{"type": "kubernetes", "networkPolicy": true},
 	}

@@ -160,17 +160,22 @@ func TestSyncVarsFollowTheSource(t *testing.T) {
 	for _, c := range []struct {
 		charts    Charts
 		providers Providers
+		flux      string
 		want      map[string]string
 	}{
-		{Charts{Repository: "oci://krops-registry:5000/charts/", Insecure: true}, Providers{}, map[string]string{"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true"}},
-		{Charts{Repository: "https://charts.example/all"}, Providers{}, map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/all", "KROPS_CHART_REPOSITORY_TYPE": "default", "KROPS_CHART_REPOSITORY_INSECURE": "false"}},
+		{Charts{Repository: "oci://krops-registry:5000/charts/", Insecure: true}, Providers{}, "", map[string]string{"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true"}},
+		{Charts{Repository: "https://charts.example/all"}, Providers{}, "", map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/all", "KROPS_CHART_REPOSITORY_TYPE": "default", "KROPS_CHART_REPOSITORY_INSECURE": "false"}},
 		// A provider repository: the fetchConfig key and the prefix in the
 		// operator's notation (no oci://; http:// for plain HTTP).
-		{Charts{}, Providers{Repository: "oci://krops-registry:5000/capi/", PlainHTTP: true}, map[string]string{"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "http://krops-registry:5000/capi"}},
-		{Charts{}, Providers{Repository: "oci://mirror.example/capi"}, map[string]string{"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "mirror.example/capi"}},
-		{Charts{}, Providers{}, nil},
+		{Charts{}, Providers{Repository: "oci://krops-registry:5000/capi/", PlainHTTP: true}, "", map[string]string{"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "http://krops-registry:5000/capi"}},
+		{Charts{}, Providers{Repository: "oci://mirror.example/capi"}, "", map[string]string{"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "mirror.example/capi"}},
+		// A Flux registry other than upstream's reaches the workload
+		// clusters' FluxInstance; upstream's is the trees' default.
+		{Charts{}, Providers{}, "localhost:5001/fluxcd", map[string]string{"KROPS_FLUX_REGISTRY": "localhost:5001/fluxcd"}},
+		{Charts{}, Providers{}, "ghcr.io/fluxcd", nil},
+		{Charts{}, Providers{}, "", nil},
 	} {
-		o.Charts, o.Providers = c.charts, c.providers
+		o.Charts, o.Providers, o.FluxRegistry = c.charts, c.providers, c.flux
 		if err := applySyncVars(ctx, kc, o); err != nil {
 			t.Fatal(err)
 		}
@@ -211,5 +216,12 @@ func TestInstance(t *testing.T) {
 	}
 	if _, ok := spec["sync"].(map[string]any)["pullSecret"]; ok {
 		t.Error("the OCI sync must not name a pull secret")
+	}
+	// The controllers come from upstream unless the run names a registry.
+	for reg, want := range map[string]string{"": "ghcr.io/fluxcd", "localhost:5001/fluxcd": "localhost:5001/fluxcd"} {
+		d := Instance(Options{Namespace: "flux-system", FluxRegistry: reg, Sync: Sync{Kind: SyncOCI}}).Object["spec"].(map[string]any)["distribution"].(map[string]any)
+		if d["registry"] != want {
+			t.Errorf("FluxRegistry %q: distribution %v, want registry %s", reg, d, want)
+		}
 	}
 }
