@@ -337,7 +337,7 @@ func (r *realEnv) kubectl(t *testing.T, args ...string) (string, error) {
 }
 
 // fluxLane is what a seed on real nodes needs from the lane's images: the
-// operator's image, and the controller images at the digests it pins.
+// operator's image, and the controller images at the tags it names.
 type fluxLane struct {
 	version, operatorImage string
 	pinned                 map[string]fluxImage
@@ -382,12 +382,17 @@ func newFluxLane(t *testing.T) *fluxLane {
 	return f
 }
 
+// fluxRegistry is KROPS_FLUX_REGISTRY in the Flux lanes: the local
+// registry as the nodes reach it (their containerd sends localhost:5001 to
+// it over plain HTTP).
+const fluxRegistry = "localhost:5001/fluxcd"
+
 // stock puts the images and the chart where the running kind node and the
 // seed find them: the operator's image pushed to the local registry (the
-// node pulls it through its ghcr.io mirror), the controller images
-// imported into the node under the digests the operator pins, the chart
-// pushed to the registry. It returns the chart's repository as the host
-// reaches it (localhost:5001).
+// node pulls it through its ghcr.io mirror), the controller images pushed
+// under KROPS_FLUX_REGISTRY with the tags the operator names them by there,
+// the chart pushed to the registry. It returns the chart's repository as
+// the host reaches it (localhost:5001).
 func (f *fluxLane) stock(t *testing.T) string {
 	t.Helper()
 	pushed := "localhost:5001/controlplaneio-fluxcd/flux-operator:" + testenv.FluxOperator.Version
@@ -396,11 +401,10 @@ func (f *fluxLane) stock(t *testing.T) string {
 	_ = exec.Command("docker", "rmi", pushed).Run()
 	for _, c := range f.components {
 		p := f.pinned[c]
-		src, digested := p.name+":"+p.tag, p.name+"@"+p.digest
-		if out, err := exec.Command("sh", "-c", `docker save "$1" | docker exec -i "$2" ctr --namespace=k8s.io images import -`, "_", src, laneNode).CombinedOutput(); err != nil {
-			t.Fatalf("importing %s into the node: %v\n%s", src, err, out)
-		}
-		engine(t, "exec", laneNode, "ctr", "--namespace=k8s.io", "images", "tag", src, digested)
+		dst := fluxRegistry + "/" + c + ":" + p.tag
+		engine(t, "tag", p.name+":"+p.tag, dst)
+		engine(t, "push", dst)
+		_ = exec.Command("docker", "rmi", dst).Run()
 	}
 	return seedtest.PushOperatorChart(t, "localhost:5001", seedtest.OperatorChart{Version: "0.61.0", Image: f.operatorImage})
 }
@@ -410,8 +414,8 @@ func (f *fluxLane) stock(t *testing.T) string {
 var publishedDigest = regexp.MustCompile(`(?:localhost:5001|` + regexp.QuoteMeta(laneRegistryInNet) + `)/krops@(sha256:[0-9a-f]{64})`)
 
 // checkSeeded asserts what a seed leaves on the node: the FluxInstance
-// Ready at the operator's newest Flux, every controller running from the
-// image the operator pinned, flux-system Ready at the published digest (so
+// Ready at the operator's newest Flux, every controller running from
+// KROPS_FLUX_REGISTRY at the tag the operator names, flux-system Ready at the published digest (so
 // source-controller fetched it from the registry's in-cluster name), and
 // the local-host tree's Kustomizations applied from it.
 func (f *fluxLane) checkSeeded(t *testing.T, kubectl func(...string) (string, error), seedStderr string) {
@@ -435,7 +439,7 @@ func (f *fluxLane) checkSeeded(t *testing.T, kubectl func(...string) (string, er
 	}
 	want := []string{"Running " + f.operatorImage}
 	for _, c := range f.components {
-		want = append(want, "Running "+f.pinned[c].name+":"+f.pinned[c].tag+"@"+f.pinned[c].digest)
+		want = append(want, "Running "+fluxRegistry+"/"+c+":"+f.pinned[c].tag)
 	}
 	got := strings.Split(images, "\n")
 	slices.Sort(got)
@@ -519,11 +523,11 @@ func dumpOnFailure(t *testing.T, kubectl func(...string) (string, error)) {
 // its real chart) and the charts of cert-manager and the operator built
 // from their modules (laneCharts). The seed runs with --no-follow: past
 // the operator the tree's providers fetch their components from GitHub,
-// which the offline lane cannot reach. The Flux controller images cannot carry the digests the operator pins (they are
-// built here, not pulled), so the lane imports them into the node under
-// those digests, as a registry mirror holding upstream's images would
-// serve them; the operator's own image, pinned by tag, goes the product's
-// way: pushed to the registry, pulled through the node's mirror.
+// which the offline lane cannot reach. The Flux controller images cannot carry the digests the operator pins for
+// ghcr.io/fluxcd (they are built here, not pulled), so the lane runs the
+// product's KROPS_FLUX_REGISTRY: they are pushed to the local registry,
+// where the operator names them by tag; the operator's own image, pinned
+// by tag, is pulled through the node's ghcr.io mirror.
 func TestRealEngineFluxOnKind(t *testing.T) {
 	r := newRealEnv(t)
 	f := newFluxLane(t)
@@ -558,7 +562,7 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 	// artifact's revision comes from the checkout's git, as the knobs allow.
 	head := strings.TrimSpace(engineless(t, "git", "-C", r.repo, "rev-parse", "HEAD"))
 	revision := []string{mirrored, "KROPS_OCI_GIT_SHA=" + head, "KROPS_OCI_GIT_REF=HEAD", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops",
-		"KROPS_CHART_REPOSITORY=" + chart}
+		"KROPS_CHART_REPOSITORY=" + chart, "KROPS_FLUX_REGISTRY=" + fluxRegistry}
 	// Fault: the engine restarts kind's node container while the seed waits
 	// for Flux. The seed may ride it out or stop saying what to do; either
 	// way the rerun of the same command converges, on the same run.
@@ -638,10 +642,10 @@ func TestRealEngineFluxOnKind(t *testing.T) {
 // against the same task run natively.
 //
 // STAND-INS, named: as in TestRealEngineFluxOnKind (the chart, two
-// controller images, the pinned digests imported into the node), which is
-// why the test stocks the node between `task kind` and `task seed` instead
-// of running `task bootstrap` in one go; the chain past Flux (cert-manager,
-// Cluster API) is the whole-lifecycle lane's.
+// controller images); the test stocks the registry between `task kind`
+// and `task seed` (the registry comes up with kind) instead of running
+// `task bootstrap` in one go; the chain past Flux (cert-manager, Cluster
+// API) is the whole-lifecycle lane's.
 func TestRealEngineToolbox(t *testing.T) {
 	r := newRealEnv(t)
 	f := newFluxLane(t)
@@ -685,7 +689,7 @@ func TestRealEngineToolbox(t *testing.T) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "KROPS_KIND_NODE_IMAGE=" + os.Getenv("KROPS_KIND_NODE_IMAGE"), "KROPS_TOOLBOX_IMAGE=" + image,
 		// The checkout is an archive: its source is given, as a CI job would.
 		"KROPS_OCI_GIT_SHA=" + head, "KROPS_OCI_GIT_REF=HEAD", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops",
-		"KROPS_CHART_REPOSITORY=oci://" + laneRegistryInNet + "/charts"}
+		"KROPS_CHART_REPOSITORY=oci://" + laneRegistryInNet + "/charts", "KROPS_FLUX_REGISTRY=" + fluxRegistry}
 	user := asUser(t, []string{checkout, r.home}, []string{r.bin})
 	run := func(args ...string) (testenv.Result, time.Duration) {
 		start := time.Now()
