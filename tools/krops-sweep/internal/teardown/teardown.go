@@ -897,35 +897,36 @@ func (r *run) waitFluxGone(ctx context.Context, objs []fluxObject) error {
 
 // releaseFinalizer removes Flux's finalizer from an applier that is being
 // deleted and is suspended, read afresh: one that is not suspended (it was
-// deleting before the teardown came) may be pruning, and keeps it.
+// deleting before the teardown came) may be pruning, and keeps it. The
+// update carries the version it read, so a change in between (the
+// controller writing its status or finalizing it) is read again.
 func (r *run) releaseFinalizer(ctx context.Context, o fluxObject, grace time.Duration) error {
-	qctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
-	defer cancel()
 	res := r.dyn.Resource(o.gvr).Namespace(o.ns)
-	u, err := res.Get(qctx, o.name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return &UnknownError{What: "reading " + o.String(), Err: err}
+	for range 3 {
+		qctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
+		u, err := res.Get(qctx, o.name, metav1.GetOptions{})
+		if err == nil {
+			suspended, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+			fins := u.GetFinalizers()
+			if u.GetDeletionTimestamp() == nil || !suspended || !slices.Contains(fins, fluxFinalizer) {
+				cancel()
+				return nil
+			}
+			u.SetFinalizers(slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == fluxFinalizer }))
+			_, err = res.Update(qctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+		}
+		cancel()
+		switch {
+		case err == nil:
+			r.o.Progress.Infof("released %s: its controller had not finalized it after %s (busy with an earlier reconcile); suspended, it prunes and uninstalls nothing", o, grace)
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err):
+			return &UnknownError{What: "releasing " + o.String(), Err: err}
+		}
 	}
-	suspended, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
-	fins := u.GetFinalizers()
-	if u.GetDeletionTimestamp() == nil || !suspended || !slices.Contains(fins, fluxFinalizer) {
-		return nil
-	}
-	u.SetFinalizers(slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == fluxFinalizer }))
-	// An update, not a patch: it fails on a newer version (the controller
-	// finalizing it at that moment), which the wait then sees go.
-	_, err = res.Update(qctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-	switch {
-	case err == nil:
-		r.o.Progress.Infof("released %s: its controller had not finalized it after %s (busy with an earlier reconcile); suspended, it prunes and uninstalls nothing", o, grace)
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-	default:
-		return &UnknownError{What: "releasing " + o.String(), Err: err}
-	}
-	return nil
+	return nil // changing under us three times: the wait sees what becomes of it
 }
 
 func fluxTargets(objs []fluxObject) []kubewait.Target {
