@@ -28,6 +28,10 @@ var quietControllerRuntime sync.Once
 // runs under the same load that made the first one fail.
 const startAttempts = 3
 
+// controlPlaneStartTimeout bounds one start of etcd and one of
+// kube-apiserver on a loaded machine.
+const controlPlaneStartTimeout = 3 * time.Minute
+
 // HowToGetAPIServer is the hint shown when KUBEBUILDER_ASSETS is unset.
 const HowToGetAPIServer = "run `tools/task.sh testbin` once (plain `go test` then finds the binaries), or set KUBEBUILDER_ASSETS to the directory tools/testbin/install.sh prints"
 
@@ -141,13 +145,19 @@ func startEnvironment(t testing.TB, assets, shims string, crdPaths []string, web
 	for attempt := 1; attempt <= startAttempts; attempt++ {
 		// Explicit paths: envtest would otherwise prefer KUBEBUILDER_ASSETS
 		// over any directory given here and start the real binaries
-		// unsupervised. Start timeouts well above envtest's 20 s, for a
-		// loaded machine.
+		// unsupervised.
 		env := &envtest.Environment{
 			ControlPlane: envtest.ControlPlane{
-				APIServer: &envtest.APIServer{Path: filepath.Join(shims, "kube-apiserver"), StartTimeout: 90 * time.Second},
-				Etcd:      &envtest.Etcd{Path: filepath.Join(shims, "etcd"), StartTimeout: 60 * time.Second},
+				APIServer: &envtest.APIServer{Path: filepath.Join(shims, "kube-apiserver")},
+				Etcd:      &envtest.Etcd{Path: filepath.Join(shims, "etcd")},
 			},
+			// The start timeout of etcd and of kube-apiserver each: envtest
+			// sets both from this field (20 s when zero), over whatever the
+			// ControlPlane's own fields say. In a full run on 2 cores the
+			// load reaches 25, where a kube-apiserver start needs well over
+			// 20 s of wall time, and every retry of envtest's (5) and of ours
+			// then timed out the same way.
+			ControlPlaneStartTimeout: controlPlaneStartTimeout,
 			CRDInstallOptions: envtest.CRDInstallOptions{
 				Paths:              crdPaths,
 				ErrorIfPathMissing: true,

@@ -34,10 +34,11 @@ import (
 // the line).
 
 // startStall is how long a waiter tolerates a line that does not move: a
-// start holds its slot for seconds to a few minutes (three attempts at
-// most), so a line stuck that long means a stuck holder, which the error
-// names.
-const startStall = 10 * time.Minute
+// start holds its slot for seconds, or minutes on a loaded machine (each
+// of etcd and kube-apiserver may take controlPlaneStartTimeout, and a
+// failed start is tried again), so a line stuck that long means a stuck
+// holder, which the error names.
+const startStall = 20 * time.Minute
 
 // startSlots is how many API servers may start at once on this machine.
 func startSlots() int {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,11 @@ func Schema(ctx context.Context, objects []Object) (Result, error) {
 		paths = append(paths, files...)
 	}
 	ctrllog.SetLogger(logr.Discard())
-	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}}
+	// envtest's own start timeout (20 s for etcd and for kube-apiserver
+	// each) is short for a busy laptop or CI runner; a start that is only
+	// slow is worth waiting for.
+	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true},
+		ControlPlaneStartTimeout: 2 * time.Minute}
 	cfg, err := env.Start()
 	if err != nil {
 		return r, fmt.Errorf("starting kube-apiserver (set KUBEBUILDER_ASSETS, see tools/task.sh testbin): %w", err)
