@@ -43,6 +43,9 @@ func (r *reconciler) helmConfig(rel release) (*action.Configuration, error) {
 	storage := rel.storage
 	settings := cli.New()
 	settings.KubeConfig = r.kubeconfig
+	if rel.kubeconfig != "" {
+		settings.KubeConfig = rel.kubeconfig
+	}
 	settings.SetNamespace(rel.namespace)
 	cfg := action.NewConfiguration()
 	cfg.SetLogger(slog.NewTextHandler(io.Discard, nil))
@@ -168,6 +171,11 @@ func (r *reconciler) applyCRDs(ctx context.Context, ch *chart.Chart, replace boo
 func (r *reconciler) finalize(ctx context.Context, hr *unstructured.Unstructured) error {
 	rel := releaseOf(hr)
 	if suspended, _, _ := unstructured.NestedBool(hr.Object, "spec", "suspend"); !suspended {
+		done, err := r.remote(ctx, hr, &rel)
+		if err != nil {
+			return err
+		}
+		defer done()
 		cfg, err := r.helmConfig(rel)
 		if err != nil {
 			return err

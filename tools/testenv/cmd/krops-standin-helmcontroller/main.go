@@ -23,11 +23,14 @@
 //     lastAttempted* fields.
 //   - the finalizer finalizers.fluxcd.io uninstalls the release when the
 //     HelmRelease is deleted, which is how a Flux prune removes a release.
+//   - spec.kubeConfig.secretRef puts the release into another cluster
+//     (a Cluster API kubeconfig Secret: key "value", or the key named).
 //
 // Not implemented (the local-host tree uses none): drift detection, tests,
 // rollback and remediation (a failed release is retried every
-// --retry-interval), postRenderers, valuesFrom targetPath, kubeConfig
-// (remote clusters), charts from GitRepository or Bucket sources.
+// --retry-interval), postRenderers, valuesFrom targetPath,
+// kubeConfig.configMapRef and serviceAccountName, charts from
+// GitRepository or Bucket sources.
 //
 // --stands-in-for=helm-controller may come first; every other argument is
 // the real controller's and is ignored.

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
@@ -65,6 +67,9 @@ func (r *reconciler) pass(ctx context.Context) error {
 // release is where a HelmRelease's Helm release lives, with Flux's defaults.
 type release struct {
 	name, namespace, storage string
+	// kubeconfig is the file of spec.kubeConfig's cluster, when the
+	// release goes to another cluster than this one.
+	kubeconfig string
 }
 
 func releaseOf(hr *unstructured.Unstructured) release {
@@ -154,6 +159,13 @@ func (r *reconciler) reconcile(ctx context.Context, hr *unstructured.Unstructure
 		return st.write(ctx, ri)
 	}
 	rel := releaseOf(hr)
+	cleanup, err := r.remote(ctx, hr, &rel)
+	if err != nil {
+		r.failedAt[key] = time.Now()
+		st.set("Ready", "False", "InitFailed", err.Error())
+		return st.write(ctx, ri)
+	}
+	defer cleanup()
 	done, err := r.ensure(ctx, hr, rel, ch, values)
 	if err != nil {
 		r.failedAt[key] = time.Now()
@@ -169,6 +181,52 @@ func (r *reconciler) reconcile(ctx context.Context, hr *unstructured.Unstructure
 	st.record(rel, done, cfgDigest)
 	r.logger.Printf("helmrelease %s: %s", key, msg)
 	return st.write(ctx, ri)
+}
+
+// remote points rel at the cluster spec.kubeConfig.secretRef names (a
+// Secret in the HelmRelease's namespace; key "value", else "value.yaml",
+// as helm-controller reads it): the kubeconfig goes to a private
+// temporary file for Helm, removed by the returned cleanup.
+func (r *reconciler) remote(ctx context.Context, hr *unstructured.Unstructured, rel *release) (func(), error) {
+	name, _, _ := unstructured.NestedString(hr.Object, "spec", "kubeConfig", "secretRef", "name")
+	if name == "" {
+		return func() {}, nil
+	}
+	key, _, _ := unstructured.NestedString(hr.Object, "spec", "kubeConfig", "secretRef", "key")
+	sec, err := r.dyn.Resource(secretsGVR).Namespace(hr.GetNamespace()).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig Secret %s/%s: %w", hr.GetNamespace(), name, err)
+	}
+	data, _, _ := unstructured.NestedStringMap(sec.Object, "data")
+	var enc string
+	for _, k := range []string{key, "value", "value.yaml"} {
+		if k != "" && data[k] != "" {
+			enc = data[k]
+			break
+		}
+	}
+	if enc == "" {
+		return nil, fmt.Errorf("kubeconfig Secret %s/%s has no key %q, value or value.yaml", hr.GetNamespace(), name, key)
+	}
+	kc, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig Secret %s/%s: %w", hr.GetNamespace(), name, err)
+	}
+	f, err := os.CreateTemp("", "kubeconfig-*")
+	if err != nil {
+		return nil, err
+	}
+	cleanup := func() { _ = os.Remove(f.Name()) }
+	_, err = f.Write(kc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	rel.kubeconfig = f.Name()
+	return cleanup, nil
 }
 
 // dependenciesReady says which dependency (spec.dependsOn) is not Ready

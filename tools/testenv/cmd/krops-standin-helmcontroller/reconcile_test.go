@@ -409,3 +409,78 @@ func (h *harness) updateSpec(ns, name string, change func(map[string]any)) {
 		h.t.Fatal(err)
 	}
 }
+
+// spec.kubeConfig.secretRef: the release goes into the cluster the Secret's
+// kubeconfig names (as a Cluster API <cluster>-kubeconfig Secret holds it),
+// nothing into this one, and goes from there with the HelmRelease.
+func TestReleaseGoesToTheClusterItsKubeconfigNames(t *testing.T) {
+	h := newHarness(t)
+	workload := testenv.APIServer(t, testenv.ClusterOptions{Name: "workload"})
+	wdyn, err := dynamic.NewForConfig(workload.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	if _, err := wdyn.Resource(nsGVR).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "apps"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := os.ReadFile(workload.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts := newChartServer(t)
+	url, digest := charts.put(t, "demo", "1.0.0")
+	h.create(ociRepositoriesGVR, "apps", map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+		"metadata": map[string]any{"name": "demo", "namespace": "apps"},
+		"spec":     map[string]any{"url": "oci://registry.example/charts/demo", "interval": "1h", "ref": map[string]any{"tag": "1.0.0"}}})
+	h.publish(ociRepositoriesGVR, "apps", "demo", url, digest, "1.0.0@"+digest)
+	h.create(helmReleasesGVR, "apps", helmRelease("demo", map[string]any{
+		"interval": "10m", "targetNamespace": "demo-target", "install": map[string]any{"createNamespace": true},
+		"chartRef":   map[string]any{"kind": "OCIRepository", "name": "demo"},
+		"kubeConfig": map[string]any{"secretRef": map[string]any{"name": "workload-kubeconfig"}},
+	}))
+
+	// No Secret yet: said in the status, nothing installed anywhere.
+	hr := h.pass("apps", "demo")
+	if st, reason, msg := condition(hr, "Ready"); st != "False" || reason != "InitFailed" || !strings.Contains(msg, "kubeconfig Secret apps/workload-kubeconfig") {
+		t.Fatalf("without the kubeconfig Secret: Ready %s %s %q", st, reason, msg)
+	}
+
+	h.create(secretsGVR, "apps", map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "workload-kubeconfig", "namespace": "apps"},
+		"stringData": map[string]any{"value": string(kc)}})
+	h.r.failedAt = map[string]time.Time{} // the test drives retries itself
+	h.updateSpec("apps", "demo", func(spec map[string]any) { spec["values"] = map[string]any{"greeting": "remote"} })
+	hr = h.pass("apps", "demo")
+	if st, reason, msg := condition(hr, "Ready"); st != "True" || reason != "InstallSucceeded" {
+		t.Fatalf("with the kubeconfig Secret: Ready %s %s %q\n%s", st, reason, msg, h.log)
+	}
+	got, err := wdyn.Resource(configMapsGVR).Namespace("demo-target").Get(context.Background(), "demo-target-demo-greeting", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the release is not on the cluster the kubeconfig names: %v", err)
+	}
+	if g, _, _ := unstructured.NestedString(got.Object, "data", "greeting"); g != "remote" {
+		t.Fatalf("installed values on the workload cluster: %v", got.Object["data"])
+	}
+	if _, err := h.get(configMapsGVR, "demo-target", "demo-target-demo-greeting"); !apierrors.IsNotFound(err) {
+		t.Fatalf("the release went into this cluster too: %v", err)
+	}
+
+	if err := h.dyn.Resource(helmReleasesGVR).Namespace("apps").Delete(context.Background(), "demo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.r.pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wdyn.Resource(configMapsGVR).Namespace("demo-target").Get(context.Background(), "demo-target-demo-greeting", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the release outlived its HelmRelease on the workload cluster: %v\n%s", err, h.log)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubeconfig-*")); len(left) != 0 {
+		for _, f := range left {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), workload.Config.Host) {
+				t.Errorf("the kubeconfig's temporary file %s was left behind", f)
+			}
+		}
+	}
+}
