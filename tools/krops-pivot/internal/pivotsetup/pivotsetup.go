@@ -170,24 +170,31 @@ func Load(ctx context.Context, sel *cli.Selected, p Params) (*Setup, error) {
 	if err != nil {
 		problems.Addf("%v", err)
 	}
-	// pivot-manifests are substituted now, so an unset ${VAR} stops the
-	// pivot before anything changes.
 	pivotFiles, err := read("pivot-manifests", env.PivotManifests)
 	if err != nil {
 		problems.Addf("%v", err)
 	}
-	if len(pivotFiles) > 0 {
+	// Both lists are substituted now, as Flux substitutes the same files on
+	// kind (the provider objects' fetchConfig from krops-sync, the provider
+	// variables from cluster-vars), so an unset ${VAR} stops the pivot
+	// before anything changes.
+	if len(providerFiles)+len(pivotFiles) > 0 {
 		cms, err := fluxVars(ctx, kc, boot.FluxNamespace)
 		if err != nil {
 			problems.Addf("%v", err)
 		}
 		vars := install.Vars(cms, env.PivotManifestVars)
-		for i, f := range pivotFiles {
-			out, err := install.Substitute(f.Data, vars, "pivot-manifests "+f.Path)
-			if err != nil {
-				problems.Addf("%v", err)
+		for _, l := range []struct {
+			key   string
+			files []install.File
+		}{{"provider-manifests", providerFiles}, {"pivot-manifests", pivotFiles}} {
+			for i, f := range l.files {
+				out, err := install.Substitute(f.Data, vars, l.key+" "+f.Path)
+				if err != nil {
+					problems.Addf("%v", err)
+				}
+				l.files[i].Data = out
 			}
-			pivotFiles[i].Data = out
 		}
 	}
 	var fallbacks []pivot.Fallback
