@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,14 +60,18 @@ func Moto(t testing.TB, opts MotoOptions) *MotoServer {
 	if opts.LoadManagedPolicies {
 		cmd.Env = append(cmd.Env, "MOTO_IAM_LOAD_MANAGED_POLICIES=true")
 	}
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// The process writes its output from exec's copying goroutine while a
+	// failed start reads it here: the buffer takes a lock.
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting moto_server: %v", err)
 	}
 	m := &MotoServer{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
 	t.Cleanup(m.stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// moto_server is Python importing all of moto: seconds on an idle
+	// machine, well over 30 s at the load average of a full test run.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := m.waitReady(ctx); err != nil {
 		t.Fatalf("moto_server on %s did not answer: %v\n%s", m.URL, err, logs.String())
@@ -160,4 +165,22 @@ func (m *MotoServer) stop() {
 			<-done
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and one reader at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
