@@ -1087,6 +1087,9 @@ func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name
 // summary's Left; a timeout is unknown state named with its knob.
 func (r *run) waitGone(ctx context.Context, targets []kubewait.Target, timeout time.Duration, knob string) error {
 	left, err := r.watchGone(ctx, targets, timeout)
+	if err == nil {
+		return nil
+	}
 	r.sum.Left = append(r.sum.Left, left...)
 	if errors.Is(err, kubewait.ErrTimeout) {
 		return &UnknownError{What: "deleting " + strings.Join(left, ", "), Err: &timeoutError{left: left, timeout: timeout, knob: knob}}
