@@ -1,17 +1,17 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os/exec"
 	"sort"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
 
 // HowToGetMoto is the hint shown when moto_server is missing. PyPI is not
@@ -62,7 +62,7 @@ func Moto(t testing.TB, opts MotoOptions) *MotoServer {
 	}
 	// The process writes its output from exec's copying goroutine while a
 	// failed start reads it here: the buffer takes a lock.
-	logs := &lockedBuffer{}
+	logs := &proc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting moto_server: %v", err)
@@ -165,22 +165,4 @@ func (m *MotoServer) stop() {
 			<-done
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and one reader at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -344,16 +344,9 @@ func ParseKnobs(opts KnobOptions) (*Knobs, error) {
 }
 
 // DefaultFluxRegistry is where the Flux controllers are published; the
-// Flux Operator pins their digests only there.
+// Flux Operator pins their digests only there (elsewhere it names them by
+// tag). An unset KROPS_FLUX_REGISTRY means this one.
 const DefaultFluxRegistry = "ghcr.io/fluxcd"
-
-// FluxRegistryOr is where the clusters pull the Flux controllers from.
-func (k *Knobs) FluxRegistryOr() string {
-	if k.FluxRegistry != "" {
-		return k.FluxRegistry
-	}
-	return DefaultFluxRegistry
-}
 
 // DefaultChartRepository is where the flux-operator chart is published.
 const DefaultChartRepository = "oci://ghcr.io/controlplaneio-fluxcd/charts"

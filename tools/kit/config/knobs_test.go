@@ -75,8 +75,8 @@ func TestKnobValues(t *testing.T) {
 		{map[string]string{"KROPS_CHART_REPOSITORY": "oci://mirror.example:8443/charts/"}, func(k *Knobs) bool { return k.ChartRepository == "oci://mirror.example:8443/charts/" }},
 		{map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/flux"}, func(k *Knobs) bool { return k.ChartRepository == "https://charts.example/flux" }},
 		{map[string]string{"KROPS_PROVIDER_REPOSITORY": " oci://mirror.example:8443/capi "}, func(k *Knobs) bool { return k.ProviderRepository == "oci://mirror.example:8443/capi" }},
-		{map[string]string{}, func(k *Knobs) bool { return k.ProviderRepository == "" && k.FluxRegistryOr() == DefaultFluxRegistry }},
-		{map[string]string{"KROPS_FLUX_REGISTRY": "localhost:5001/fluxcd/"}, func(k *Knobs) bool { return k.FluxRegistryOr() == "localhost:5001/fluxcd" }},
+		{map[string]string{}, func(k *Knobs) bool { return k.ProviderRepository == "" && k.FluxRegistry == "" }},
+		{map[string]string{"KROPS_FLUX_REGISTRY": "localhost:5001/fluxcd/"}, func(k *Knobs) bool { return k.FluxRegistry == "localhost:5001/fluxcd" }},
 		{map[string]string{"KROPS_CHART_REPOSITORY": ""}, func(k *Knobs) bool {
 			return k.ChartRepository == "" && k.ChartRepositoryOr(DefaultChartRepository) == DefaultChartRepository
 		}},

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/kropsdev/krops/tools/kit/config"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/runmeta"
 	"github.com/kropsdev/krops/tools/kit/ui"
@@ -431,7 +432,7 @@ func SyncVars(o Options) map[string]string {
 		vars["KROPS_PROVIDER_FETCH"] = "oci"
 		vars["KROPS_PROVIDER_REPOSITORY"] = repo
 	}
-	if o.FluxRegistry != "" && o.FluxRegistry != defaultFluxRegistry {
+	if o.FluxRegistry != "" && o.FluxRegistry != config.DefaultFluxRegistry {
 		vars["KROPS_FLUX_REGISTRY"] = o.FluxRegistry
 	}
 	return vars
@@ -470,14 +471,9 @@ func apiReason(err error) string {
 	return err.Error()
 }
 
-// defaultFluxRegistry is where the Flux controllers are published, the one
-// registry the Flux Operator pins their digests for; elsewhere it names
-// them by tag.
-const defaultFluxRegistry = "ghcr.io/fluxcd"
-
 func fluxRegistry(r string) string {
 	if r == "" {
-		return defaultFluxRegistry
+		return config.DefaultFluxRegistry
 	}
 	return r
 }

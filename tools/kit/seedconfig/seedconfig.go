@@ -111,27 +111,29 @@ func registryInCluster(sel *cli.Selected, p Params) string {
 }
 
 // inClusterCharts is KROPS_CHART_REPOSITORY as the cluster's Flux reaches
-// it: on the local registry, by the registry's in-cluster address and over
-// plain HTTP (this machine reaches it at localhost:<port>, which is the pod
-// itself inside the cluster).
+// it.
 func inClusterCharts(sel *cli.Selected, inCluster string) seed.Charts {
-	repo := sel.Knobs.ChartRepository
-	if !OnLocalRegistry(sel, repo) {
-		return seed.Charts{Repository: repo}
-	}
-	_, path, _ := strings.Cut(strings.TrimPrefix(repo, "oci://"), "/")
-	return seed.Charts{Repository: "oci://" + inCluster + "/" + path, Insecure: true}
+	repo, local := inClusterRepository(sel, sel.Knobs.ChartRepository, inCluster)
+	return seed.Charts{Repository: repo, Insecure: local}
 }
 
 // inClusterProviders is KROPS_PROVIDER_REPOSITORY as the cluster's Cluster
-// API operator reaches it, translated like inClusterCharts.
+// API operator reaches it.
 func inClusterProviders(sel *cli.Selected, inCluster string) seed.Providers {
-	repo := sel.Knobs.ProviderRepository
+	repo, local := inClusterRepository(sel, sel.Knobs.ProviderRepository, inCluster)
+	return seed.Providers{Repository: repo, PlainHTTP: local}
+}
+
+// inClusterRepository is an oci:// repository as the cluster's pods reach
+// it: on the local registry, by the registry's in-cluster address and over
+// plain HTTP (this machine reaches it at localhost:<port>, which is the pod
+// itself inside the cluster); any other as given.
+func inClusterRepository(sel *cli.Selected, repo, inCluster string) (string, bool) {
 	if !OnLocalRegistry(sel, repo) {
-		return seed.Providers{Repository: repo}
+		return repo, false
 	}
 	_, path, _ := strings.Cut(strings.TrimPrefix(repo, "oci://"), "/")
-	return seed.Providers{Repository: "oci://" + inCluster + "/" + path, PlainHTTP: true}
+	return "oci://" + inCluster + "/" + path, true
 }
 
 // RegistryInClusterPort is the port the local registry listens on inside
@@ -180,7 +182,7 @@ func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), 
 			PlainHTTP: OnLocalRegistry(sel, sel.Knobs.ChartRepository)},
 		Charts:       inClusterCharts(sel, registryInCluster(sel, p)),
 		Providers:    inClusterProviders(sel, registryInCluster(sel, p)),
-		FluxRegistry: sel.Knobs.FluxRegistryOr(),
+		FluxRegistry: sel.Knobs.FluxRegistry,
 		Run: runmeta.Options{Environment: sel.Environment.Name, Now: time.Now(), RunID: sel.Knobs.RunID, Revision: firstNonEmpty(sel.Knobs.Revision, ch.Revision),
 			TTL: sel.Knobs.RunTTL, RunKind: sel.Knobs.RunKind},
 		Wait: append([]string{"flux-system"}, p.WaitFor...), WaitTimeout: sel.Knobs.LocalReconcileTimeout,
