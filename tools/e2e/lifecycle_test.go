@@ -36,8 +36,6 @@ var e2eConfig = testenv.BootstrapTOML(func() testenv.Env {
 		"mgmt/local-host/capi-providers/capi-system/providers.yaml",
 		"mgmt/local-host/capi-providers/capd-system/namespace.yaml",
 		"mgmt/local-host/capi-providers/capd-system/provider.yaml",
-		"mgmt/local-host/capi-providers/caaph-system/namespace.yaml",
-		"mgmt/local-host/capi-providers/caaph-system/provider.yaml",
 	}
 	e.Tables = `[environments.local-host.seed]
 wait = ["clusterclasses", "clusters"]

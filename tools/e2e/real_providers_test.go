@@ -216,8 +216,7 @@ func pushProviderRelease(t *testing.T, l *capiLane, types map[string]string) str
 // provider objects (mgmt/local-host/capi-providers, as Flux applies them)
 // with their components delivered offline, and waits until the operator
 // reports each installed at the tree's version and its managers are
-// Available. CAAPH is left out: its module is not on the module proxy, so
-// the lane has no image for it (docs/testing.md).
+// Available.
 func operatorProviders(t *testing.T, r *realEnv, l *capiLane, kubectl func(...string) (string, error)) map[string]time.Duration {
 	t.Helper()
 	took := map[string]time.Duration{}
@@ -264,7 +263,7 @@ func operatorProviders(t *testing.T, r *realEnv, l *capiLane, kubectl func(...st
 	built := splitObjects(t, fluxExpand(t, kustomizeYAML(t, filepath.Join(r.repo, "mgmt/local-host/capi-providers")), vars))
 	types := map[string]string{}
 	for _, o := range built {
-		if kind := o["kind"].(string); strings.HasSuffix(kind, "Provider") && kind != "AddonProvider" {
+		if kind := o["kind"].(string); strings.HasSuffix(kind, "Provider") {
 			types[o["metadata"].(map[string]any)["namespace"].(string)] = operatorType[kind]
 		}
 	}
@@ -275,8 +274,6 @@ func operatorProviders(t *testing.T, r *realEnv, l *capiLane, kubectl func(...st
 		md := o["metadata"].(map[string]any)
 		kind := o["kind"].(string)
 		switch {
-		case kind == "Namespace" && md["name"] == "caaph-system", kind == "AddonProvider":
-			continue // no CAAPH image (above)
 		case kind == "Namespace":
 			namespaces = append(namespaces, o)
 			continue
@@ -362,8 +359,7 @@ func operatorImages(t *testing.T, repo string) []string {
 // STAND-INS, named: cert-manager's four programs
 // (tools/testenv/cmd/krops-standin-certmanager under cert-manager's real
 // chart; the proxy serves none of their modules); the release's files are
-// built from the modules, not downloaded from GitHub. CAAPH (module not
-// served) is left out.
+// built from the modules, not downloaded from GitHub.
 func TestRealEngineProvidersThroughTheOperator(t *testing.T) {
 	r := newRealEnv(t)
 	l := newCAPILane(t)

@@ -32,11 +32,11 @@ var allCRDs = []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOpera
 
 // writeKindInventory writes the clusterctl inventory the Cluster API
 // operator writes on kind for local-host's providers, at the versions
-// mgmt/local-host/capi-providers pins (without the addon provider), which
+// mgmt/local-host/capi-providers pins, which
 // Flux would have installed there; the e2e tree leaves them out.
 func writeKindInventory(t testing.TB, ctx context.Context, c *testenv.Cluster) {
 	t.Helper()
-	for _, p := range testenv.TreeProviders(t, filepath.Join(repo, "mgmt", "local-host", "capi-providers"), "AddonProvider") {
+	for _, p := range testenv.TreeProviders(t, filepath.Join(repo, "mgmt", "local-host", "capi-providers")) {
 		if err := testenv.CreateProviderInventory(ctx, c, p); err != nil {
 			t.Fatal(err)
 		}

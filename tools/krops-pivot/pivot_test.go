@@ -231,16 +231,27 @@ func (w *world) checkMoved(t *testing.T, before map[string]map[string]any) {
 	if left := objects(t, ctx, w.kind); len(left) != 0 {
 		t.Errorf("left on kind: %v", sortedKeys(left))
 	}
-	// Flux on kind is suspended, every Kustomization.
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "KustomizationList"})
-	if err := w.kind.Client.List(ctx, list, client.InNamespace("flux-system")); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range list.Items {
-		if s, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend"); !s {
-			t.Errorf("Kustomization %s on kind is not suspended", k.GetName())
+	// Flux on kind is suspended, every Kustomization and HelmRelease in
+	// every namespace (the workload Flux's appliers sit next to the Cluster).
+	suspended := 0
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "KustomizationList"},
+		{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmReleaseList"},
+	} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := w.kind.Client.List(ctx, list); err != nil {
+			t.Fatal(err)
 		}
+		for _, k := range list.Items {
+			if s, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend"); !s {
+				t.Errorf("%s %s/%s on kind is not suspended", k.GetKind(), k.GetNamespace(), k.GetName())
+			}
+			suspended++
+		}
+	}
+	if suspended != 4 {
+		t.Errorf("%d Flux appliers on kind, want the 4 the world put there", suspended)
 	}
 	// Flux on the target carries kind's run metadata.
 	var src, dst corev1.ConfigMap

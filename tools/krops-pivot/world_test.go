@@ -63,7 +63,7 @@ manifest = "fallbacks/identity.yaml"`
 // this world does not run: on kind as the inventory Flux's install left,
 // and on the target as the pivot's provider manifests.
 func treeProviders(t testing.TB) []testenv.Provider {
-	return testenv.TreeProviders(t, "../../mgmt/local-host/capi-providers", "AddonProvider")
+	return testenv.TreeProviders(t, "../../mgmt/local-host/capi-providers")
 }
 
 func repoFiles(t testing.TB) map[string]string {
@@ -290,6 +290,11 @@ func (w *world) seedKind(t *testing.T, ctx context.Context) {
 	for _, name := range []string{"flux-system", "clusters"} {
 		docs = append(docs, fmt.Sprintf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: %s, namespace: flux-system}\nspec: {interval: 10m, prune: true, path: ./mgmt/local-host, sourceRef: {kind: OCIRepository, name: flux-system}}\n", name))
 	}
+	// local-host's workload Flux: appliers next to the Cluster, reaching
+	// it through its kubeconfig Secret.
+	docs = append(docs,
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: local-workload-flux, namespace: default}\nspec: {interval: 10m, prune: true, path: ./mgmt/local-host/addons/flux/instance, sourceRef: {kind: OCIRepository, name: flux-system, namespace: flux-system}, kubeConfig: {secretRef: {name: local-workload-kubeconfig, key: value}}}\n",
+		"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: local-workload-flux-operator, namespace: default}\nspec: {interval: 30m, kubeConfig: {secretRef: {name: local-workload-kubeconfig, key: value}}, chart: {spec: {chart: flux-operator, sourceRef: {kind: HelmRepository, name: flux-operator}}}}\n")
 	providers := treeProviders(t)
 	for _, p := range providers {
 		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", p.Namespace))

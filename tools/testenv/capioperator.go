@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -38,9 +37,8 @@ type Provider struct {
 // (CoreProvider, InfrastructureProvider, ...) from the YAML files under dir,
 // such as mgmt/local-host/capi-providers, with the versions their
 // spec.version pins: the inventory the operator writes once it has
-// installed them. skipKinds leaves out provider kinds (AddonProvider where
-// a test does not install it).
-func TreeProviders(t testing.TB, dir string, skipKinds ...string) []Provider {
+// installed them.
+func TreeProviders(t testing.TB, dir string) []Provider {
 	t.Helper()
 	var out []Provider
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -56,7 +54,7 @@ func TreeProviders(t testing.TB, dir string, skipKinds ...string) []Provider {
 			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			if u.GroupVersionKind().Group != "operator.cluster.x-k8s.io" || slices.Contains(skipKinds, u.GetKind()) {
+			if u.GroupVersionKind().Group != "operator.cluster.x-k8s.io" {
 				continue
 			}
 			p, ok := providerOf(u)

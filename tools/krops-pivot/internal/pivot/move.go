@@ -312,21 +312,35 @@ func (r *run) unpause(ctx context.Context, dyn dynamic.Interface, where string, 
 // so nothing recreates what moves. Kind is never resumed: it is deleted.
 func (r *run) suspendFlux(ctx context.Context) error {
 	return r.o.Progress.Step(ctx, "suspending Flux on kind", func(ctx context.Context) error {
-		list, err := r.src.dyn.Resource(seed.Kustomizations).Namespace(r.o.FluxNamespace).List(ctx, listAll)
-		if err != nil {
-			return fmt.Errorf("listing Flux Kustomizations on kind (nothing was suspended or moved): %w", err)
-		}
-		n := 0
-		for _, u := range list.Items {
-			if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
-				continue
+		// Every namespace: the appliers next to a Cluster (local-host's
+		// workload Flux, a HelmRelease and a Kustomization that reach the
+		// workload cluster through its kubeconfig Secret) would otherwise
+		// keep upgrading what the management cluster's Flux now manages,
+		// two Helm clients on one release until kind is deleted.
+		n, already := 0, 0
+		for _, k := range []struct {
+			gvr  schema.GroupVersionResource
+			kind string
+		}{{seed.Kustomizations, "Kustomization"}, {helmReleases, "HelmRelease"}} {
+			list, err := r.src.dyn.Resource(k.gvr).Namespace(metav1.NamespaceAll).List(ctx, listAll)
+			if apierrors.IsNotFound(err) && k.gvr == helmReleases {
+				continue // helm-controller's CRD is not installed: none to suspend
 			}
-			if _, err := r.src.dyn.Resource(seed.Kustomizations).Namespace(r.o.FluxNamespace).Patch(ctx, u.GetName(), types.MergePatchType, []byte(`{"spec":{"suspend":true}}`), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-				return fmt.Errorf("suspending Kustomization %s/%s on kind (nothing was moved; rerun): %w", r.o.FluxNamespace, u.GetName(), err)
+			if err != nil {
+				return fmt.Errorf("listing Flux %ss on kind (nothing was suspended or moved): %w", k.kind, err)
 			}
-			n++
+			for _, u := range list.Items {
+				if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); s {
+					already++
+					continue
+				}
+				if _, err := r.src.dyn.Resource(k.gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.MergePatchType, []byte(`{"spec":{"suspend":true}}`), metav1.PatchOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("suspending %s %s/%s on kind (nothing was moved; rerun): %w", k.kind, u.GetNamespace(), u.GetName(), err)
+				}
+				n++
+			}
 		}
-		r.o.Progress.Infof("%d Kustomizations suspended, %d already were", n, len(list.Items)-n)
+		r.o.Progress.Infof("%d Kustomizations and HelmReleases suspended, %d already were", n, already)
 		return nil
 	})
 }

@@ -55,6 +55,7 @@ var (
 	clustersGVR       = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 	clusterClassesGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusterclasses"}
 	secretsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	helmReleases      = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
 )
 
 // Fallback is an object clusterctl move is known to skip, and the manifest

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -49,9 +50,24 @@ func TestTreesReconcileWithRealFlux(t *testing.T) {
 	in := loadRepository(t)
 	cluster := testenv.APIServer(t, testenv.ClusterOptions{CRDs: testenv.AllCRDs()})
 	flux := testenv.Flux(t, cluster)
+	// The cluster local-host's workload Flux is applied to, through the
+	// kubeconfig Secret Cluster API would write for local-workload.
+	workload := testenv.APIServer(t, testenv.ClusterOptions{Name: "local-workload", CRDs: testenv.AllCRDs()})
 	reg := testenv.Registry(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	workloadKubeconfig, err := os.ReadFile(workload.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "local-workload-kubeconfig", Namespace: "default"}, Data: map[string][]byte{"value": workloadKubeconfig}}); err != nil {
+		t.Fatal(err)
+	}
+	// The flux-operator chart creates the namespace before the FluxInstance
+	// goes in.
+	if err := workload.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	a, err := configartifact.Build(ctx, configartifact.BuildOptions{Root: in.Root, Paths: Trees})
 	if err != nil {
@@ -68,10 +84,12 @@ func TestTreesReconcileWithRealFlux(t *testing.T) {
 	// writes them for KROPS_CHART_REPOSITORY and KROPS_PROVIDER_REPOSITORY on
 	// the local registry (its sync keys stay absent, so those placeholders
 	// take their defaults).
-	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "krops-sync", Namespace: flux.Namespace}, Data: map[string]string{
+	syncVars := map[string]string{
 		"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true",
 		"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "http://krops-registry:5000/capi",
-	}}); err != nil {
+		"KROPS_FLUX_REGISTRY": "localhost:5001/fluxcd",
+	}
+	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "krops-sync", Namespace: flux.Namespace}, Data: syncVars}); err != nil {
 		t.Fatal(err)
 	}
 	cluster.CreateYAML(t, ctx, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
@@ -92,7 +110,7 @@ spec:
 
 	names := map[string]string{} // test name -> origin
 	for _, o := range fluxKustomizations(in.Objects, true) {
-		u := unchained(o)
+		u := unchained(o, syncVars)
 		if prev, dup := names[u.GetName()]; dup {
 			t.Fatalf("two Kustomizations map to %s: %s and %s", u.GetName(), prev, o.String())
 		}
@@ -171,6 +189,37 @@ spec:
 		}
 	}
 
+	// local-host's workload Flux: the addons Kustomization fills the
+	// local-workload-flux Kustomization's own substitutions from krops-sync,
+	// and the real kustomize-controller applies the FluxInstance on the
+	// workload cluster through its kubeconfig Secret, substituted with them.
+	fi := &unstructured.Unstructured{}
+	fi.SetGroupVersionKind(schema.GroupVersionKind{Group: "fluxcd.controlplane.io", Version: "v1", Kind: "FluxInstance"})
+	for {
+		err := workload.Client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "flux"}, fi)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no FluxInstance on the workload cluster: %v\n%s", err, flux.Tail("kustomize-controller", 30))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	registry, _, _ := unstructured.NestedString(fi.Object, "spec", "distribution", "registry")
+	syncURL, _, _ := unstructured.NestedString(fi.Object, "spec", "sync", "url")
+	syncRef, _, _ := unstructured.NestedString(fi.Object, "spec", "sync", "ref")
+	if registry != "localhost:5001/fluxcd" || syncURL != "oci://krops-registry:5000/krops" || syncRef != "latest" {
+		t.Errorf("the workload cluster's FluxInstance: registry %q, sync %q at %q; want krops-sync's registry and the sync defaults", registry, syncURL, syncRef)
+	}
+	hr := &unstructured.Unstructured{}
+	hr.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "HelmRepository"})
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "flux-operator"}, hr); err != nil {
+		t.Fatal(err)
+	}
+	if spec, _, _ := unstructured.NestedMap(hr.Object, "spec"); spec["url"] != "oci://krops-registry:5000/charts" || spec["insecure"] != true {
+		t.Errorf("the workload flux-operator chart's HelmRepository: url %v, insecure %#v; want krops-sync's", spec["url"], spec["insecure"])
+	}
+
 	// The provider repository from krops-sync turns every provider's
 	// fetchConfig from its GitHub release (url) into the release's mirror
 	// (oci), which the operator's CRD accepts only as the one source.
@@ -195,12 +244,21 @@ spec:
 }
 
 // unchained copies a tree's Kustomization for the test: same path and
-// postBuild, reading the test artifact, applied into the test cluster.
-func unchained(o Object) *unstructured.Unstructured {
+// postBuild, reading the test artifact, applied into the test cluster. A
+// Kustomization another one applies may carry placeholders in its own
+// postBuild.substitute, which the applying Kustomization fills: they are
+// filled here the same way, from vars (krops-sync) or their defaults.
+func unchained(o Object, vars map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	b, _ := yaml.Marshal(o.Raw)
 	_ = yaml.Unmarshal(b, &u.Object)
 	spec := u.Object["spec"].(map[string]any)
+	if sub, ok, _ := unstructured.NestedStringMap(spec, "postBuild", "substitute"); ok {
+		for k, v := range sub {
+			sub[k] = fillPlaceholders(v, vars)
+		}
+		_ = unstructured.SetNestedStringMap(spec, sub, "postBuild", "substitute")
+	}
 	for _, k := range []string{"dependsOn", "kubeConfig", "wait", "healthChecks", "decryption", "targetNamespace"} {
 		delete(spec, k)
 	}
@@ -210,6 +268,21 @@ func unchained(o Object) *unstructured.Unstructured {
 	u.SetName(strings.ToLower(origin + "--" + u.GetName()))
 	u.SetNamespace("flux-system")
 	return u
+}
+
+// fillPlaceholders substitutes ${VAR:=default} in s as Flux does: VAR's
+// value in vars, else the default.
+func fillPlaceholders(s string, vars map[string]string) string {
+	return anyPlaceholder.ReplaceAllStringFunc(s, func(p string) string {
+		name, def, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(p, "${"), "}"), ":")
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		if def == "" {
+			return ""
+		}
+		return def[1:] // after := or :-
+	})
 }
 
 // checkInventory fetches every object the Kustomization applied and fails
