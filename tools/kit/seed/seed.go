@@ -418,6 +418,9 @@ func SyncVars(o Options) map[string]string {
 		vars["KROPS_CHART_REPOSITORY_TYPE"] = "default"
 		if strings.HasPrefix(c.Repository, "oci://") {
 			vars["KROPS_CHART_REPOSITORY_TYPE"] = "oci"
+			// For charts an OCIRepository fetches (the workload's
+			// Podinfo), which an HTTP Helm repository cannot serve.
+			vars["KROPS_OCI_CHART_REPOSITORY"] = vars["KROPS_CHART_REPOSITORY"]
 		}
 		vars["KROPS_CHART_REPOSITORY_INSECURE"] = strconv.FormatBool(c.Insecure)
 	}

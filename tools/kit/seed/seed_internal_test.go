@@ -163,7 +163,7 @@ func TestSyncVarsFollowTheSource(t *testing.T) {
 		flux      string
 		want      map[string]string
 	}{
-		{Charts{Repository: "oci://krops-registry:5000/charts/", Insecure: true}, Providers{}, "", map[string]string{"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true"}},
+		{Charts{Repository: "oci://krops-registry:5000/charts/", Insecure: true}, Providers{}, "", map[string]string{"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true", "KROPS_OCI_CHART_REPOSITORY": "oci://krops-registry:5000/charts"}},
 		{Charts{Repository: "https://charts.example/all"}, Providers{}, "", map[string]string{"KROPS_CHART_REPOSITORY": "https://charts.example/all", "KROPS_CHART_REPOSITORY_TYPE": "default", "KROPS_CHART_REPOSITORY_INSECURE": "false"}},
 		// A provider repository: the fetchConfig key and the prefix in the
 		// operator's notation (no oci://; http:// for plain HTTP).

@@ -86,6 +86,7 @@ func TestTreesReconcileWithRealFlux(t *testing.T) {
 	// take their defaults).
 	syncVars := map[string]string{
 		"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true",
+		"KROPS_OCI_CHART_REPOSITORY": "oci://krops-registry:5000/charts",
 		"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "http://krops-registry:5000/capi",
 		"KROPS_FLUX_REGISTRY": "localhost:5001/fluxcd",
 	}
@@ -190,9 +191,9 @@ spec:
 	}
 
 	// local-host's workload Flux: the addons Kustomization fills the
-	// local-workload-flux Kustomization's own substitutions from krops-sync,
-	// and the real kustomize-controller applies the FluxInstance on the
-	// workload cluster through its kubeconfig Secret, substituted with them.
+	// local-workload-flux Kustomization's patch from krops-sync, and the
+	// real kustomize-controller applies the FluxInstance on the workload
+	// cluster through its kubeconfig Secret, patched with those values.
 	fi := &unstructured.Unstructured{}
 	fi.SetGroupVersionKind(schema.GroupVersionKind{Group: "fluxcd.controlplane.io", Version: "v1", Kind: "FluxInstance"})
 	for {
@@ -210,6 +211,22 @@ spec:
 	syncRef, _, _ := unstructured.NestedString(fi.Object, "spec", "sync", "ref")
 	if registry != "localhost:5001/fluxcd" || syncURL != "oci://krops-registry:5000/krops" || syncRef != "latest" {
 		t.Errorf("the workload cluster's FluxInstance: registry %q, sync %q at %q; want krops-sync's registry and the sync defaults", registry, syncURL, syncRef)
+	}
+	// Its sync Kustomization substitutes what workload/local-host needs,
+	// handed on the same way (krops-run is absent: the run id's default).
+	patches, _, _ := unstructured.NestedSlice(fi.Object, "spec", "kustomize", "patches")
+	var syncPatch string
+	for _, p := range patches {
+		if m, _ := p.(map[string]any); m != nil {
+			if target, _ := m["target"].(map[string]any); target["kind"] == "Kustomization" {
+				syncPatch, _ = m["patch"].(string)
+			}
+		}
+	}
+	for _, want := range []string{`KROPS_RUN_ID: "unknown"`, `KROPS_OCI_CHART_REPOSITORY: "oci://krops-registry:5000/charts"`, `KROPS_CHART_REPOSITORY_INSECURE: "true"`} {
+		if !strings.Contains(syncPatch, want) {
+			t.Errorf("the workload FluxInstance's patch of its sync Kustomization lacks %s:\n%s", want, syncPatch)
+		}
 	}
 	hr := &unstructured.Unstructured{}
 	hr.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "HelmRepository"})
@@ -245,19 +262,22 @@ spec:
 
 // unchained copies a tree's Kustomization for the test: same path and
 // postBuild, reading the test artifact, applied into the test cluster. A
-// Kustomization another one applies may carry placeholders in its own
-// postBuild.substitute, which the applying Kustomization fills: they are
-// filled here the same way, from vars (krops-sync) or their defaults.
+// Kustomization another one applies may carry placeholders in its patches,
+// which the applying Kustomization fills: they are filled here the same
+// way, from vars (krops-sync) or their defaults.
 func unchained(o Object, vars map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	b, _ := yaml.Marshal(o.Raw)
 	_ = yaml.Unmarshal(b, &u.Object)
 	spec := u.Object["spec"].(map[string]any)
-	if sub, ok, _ := unstructured.NestedStringMap(spec, "postBuild", "substitute"); ok {
-		for k, v := range sub {
-			sub[k] = fillPlaceholders(v, vars)
+	if patches, ok := spec["patches"].([]any); ok {
+		for _, p := range patches {
+			if m, ok := p.(map[string]any); ok {
+				if text, ok := m["patch"].(string); ok {
+					m["patch"] = fillPlaceholders(text, vars)
+				}
+			}
 		}
-		_ = unstructured.SetNestedStringMap(spec, sub, "postBuild", "substitute")
 	}
 	for _, k := range []string{"dependsOn", "kubeConfig", "wait", "healthChecks", "decryption", "targetNamespace"} {
 		delete(spec, k)
