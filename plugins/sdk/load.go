@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -39,8 +40,12 @@ type LoadOptions struct {
 	PluginDir string
 	// RepoRoot's bin/ is searched second.
 	RepoRoot string
+	// ExecutableDir, the running binary's own directory, is searched
+	// third: the plugins `task build` or a release put beside it, when the
+	// configuration (and so RepoRoot) lives elsewhere.
+	ExecutableDir string
 	// DataHome is $XDG_DATA_HOME (default ~/.local/share); its
-	// krops/plugins is searched third.
+	// krops/plugins is searched fourth.
 	DataHome string
 	// SearchPath is the PATH searched last; empty means $PATH.
 	SearchPath string
@@ -258,6 +263,9 @@ func Find(name string, o LoadOptions) (string, error) {
 	}
 	if o.RepoRoot != "" {
 		dirs = append(dirs, filepath.Join(o.RepoRoot, "bin"))
+	}
+	if o.ExecutableDir != "" && !slices.Contains(dirs, filepath.Clean(o.ExecutableDir)) {
+		dirs = append(dirs, filepath.Clean(o.ExecutableDir))
 	}
 	dataHome := o.DataHome
 	if dataHome == "" {

@@ -193,12 +193,14 @@ func TestDiscoveryOrderAndRefusals(t *testing.T) {
 	place := func(dir string) string { return sdktest.Install(t, dir, "./internal/testplugin", "testplugin") }
 	pluginDir := filepath.Join(root, "plugins")
 	repoBin := filepath.Join(root, "repo", "bin")
+	exeDir := filepath.Join(root, "exe")
 	dataHome := filepath.Join(root, "data")
 	pathDir := filepath.Join(root, "path")
-	o := sdk.LoadOptions{PluginDir: pluginDir, RepoRoot: filepath.Join(root, "repo"), DataHome: dataHome, SearchPath: pathDir}
+	o := sdk.LoadOptions{PluginDir: pluginDir, RepoRoot: filepath.Join(root, "repo"), ExecutableDir: exeDir, DataHome: dataHome, SearchPath: pathDir}
 	for _, step := range []struct{ dir, want string }{
 		{pathDir, filepath.Join(pathDir, "krops-provider-testplugin")},
 		{filepath.Join(dataHome, "krops", "plugins"), filepath.Join(dataHome, "krops", "plugins", "krops-provider-testplugin")},
+		{exeDir, filepath.Join(exeDir, "krops-provider-testplugin")},
 		{repoBin, filepath.Join(repoBin, "krops-provider-testplugin")},
 		{pluginDir, filepath.Join(pluginDir, "krops-provider-testplugin")},
 	} {

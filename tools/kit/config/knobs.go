@@ -74,7 +74,7 @@ func KnobTable() []Knob {
 		{"KROPS_RUN_TTL", "run-ttl", "how long the run's resources may live, or none", "24h"},
 		{"KROPS_REVISION", "revision", "run tag: the Git revision deployed", "discovered, else unknown"},
 		{"KROPS_RUN_KIND", "run-kind", "run tag: what started the run (manual, ci, ...)", "manual"},
-		{"KROPS_PLUGIN_DIR", "plugin-dir", "directory searched first for krops-provider-<name> plugins", "bin/, then ~/.local/share/krops/plugins, then PATH"},
+		{"KROPS_PLUGIN_DIR", "plugin-dir", "directory searched first for krops-provider-<name> plugins", "bin/, then the binary's own directory, then ~/.local/share/krops/plugins, then PATH"},
 		{"KROPS_REATTACH_PROVIDERS", "", "attach to provider plugins started in debug mode (JSON printed by the plugin; see docs/plugins.md)", "none"},
 	}
 }

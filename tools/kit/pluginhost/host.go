@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -45,8 +46,14 @@ func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
+	// The binary's own directory: where `task build` (bin/) or a release
+	// put the plugins beside it (Linux resolves symlinks to it).
+	exeDir := ""
+	if exe, err := os.Executable(); err == nil {
+		exeDir = filepath.Dir(exe)
+	}
 	c, err := sdk.Load(ctx, name, sdk.LoadOptions{
-		Path: pin.Path, SHA256: pin.SHA256, PluginDir: plugDir, RepoRoot: o.Config.Root,
+		Path: pin.Path, SHA256: pin.SHA256, PluginDir: plugDir, RepoRoot: o.Config.Root, ExecutableDir: exeDir,
 		DataHome: os.Getenv("XDG_DATA_HOME"), Reattach: reattach, Stderr: stderr, Level: level,
 	})
 	if err != nil {
