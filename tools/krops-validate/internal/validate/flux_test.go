@@ -85,10 +85,13 @@ func TestTreesReconcileWithRealFlux(t *testing.T) {
 	// the local registry (its sync keys stay absent, so those placeholders
 	// take their defaults).
 	syncVars := map[string]string{
-		"KROPS_CHART_REPOSITORY": "oci://krops-registry:5000/charts", "KROPS_CHART_REPOSITORY_TYPE": "oci", "KROPS_CHART_REPOSITORY_INSECURE": "true",
-		"KROPS_OCI_CHART_REPOSITORY": "oci://krops-registry:5000/charts",
-		"KROPS_PROVIDER_FETCH": "oci", "KROPS_PROVIDER_REPOSITORY": "http://krops-registry:5000/capi",
-		"KROPS_FLUX_REGISTRY": "localhost:5001/fluxcd",
+		"KROPS_CHART_REPOSITORY":          "oci://krops-registry:5000/charts",
+		"KROPS_CHART_REPOSITORY_TYPE":     "oci",
+		"KROPS_CHART_REPOSITORY_INSECURE": "true",
+		"KROPS_OCI_CHART_REPOSITORY":      "oci://krops-registry:5000/charts",
+		"KROPS_PROVIDER_FETCH":            "oci",
+		"KROPS_PROVIDER_REPOSITORY":       "http://krops-registry:5000/capi",
+		"KROPS_FLUX_REGISTRY":             "localhost:5001/fluxcd",
 	}
 	if err := cluster.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "krops-sync", Namespace: flux.Namespace}, Data: syncVars}); err != nil {
 		t.Fatal(err)
