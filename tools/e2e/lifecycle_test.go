@@ -82,7 +82,7 @@ func newLifecycle(t testing.TB) *lifecycle {
 	testenv.Flux(t, l.target)
 	go seedtest.StandInKubelet(ctx, l.target.Client)
 	go standInGarbageCollector(ctx, l.target)
-	go testenv.StandInCAPIOperator(ctx, l.target, nil)
+	go testenv.StandInCAPIOperator(ctx, l.target)
 	if err := testenv.StandInNodes(ctx, l.target.Client, "local-management-control-plane", 1); err != nil {
 		t.Fatal(err)
 	}

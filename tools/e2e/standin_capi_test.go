@@ -30,14 +30,14 @@ import (
 
 var allCRDs = []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm, testenv.FluxOperator}
 
-// writeKindInventory writes the clusterctl inventory the Cluster API
-// operator writes on kind for local-host's providers, at the versions
-// mgmt/local-host/capi-providers pins, which
-// Flux would have installed there; the e2e tree leaves them out.
+// writeKindInventory writes on kind local-host's Cluster API providers as
+// the operator leaves them installed (provider objects with
+// status.installedVersion) at the versions mgmt/local-host/capi-providers
+// pins, which Flux would have installed there; the e2e tree leaves them out.
 func writeKindInventory(t testing.TB, ctx context.Context, c *testenv.Cluster) {
 	t.Helper()
 	for _, p := range testenv.TreeProviders(t, filepath.Join(repo, "mgmt", "local-host", "capi-providers")) {
-		if err := testenv.CreateProviderInventory(ctx, c, p); err != nil {
+		if err := testenv.CreateOperatorProvider(ctx, c, p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -58,8 +58,9 @@ writes for it; exports that kubeconfig to MGMT_KUBECONFIG (0600, context bootstr
 management cluster's nodes (none yet is "waiting"); installs cert-manager and the Cluster API operator with Helm at
 the [charts] pins, the environment's provider-manifests, pivot-manifests (${VAR} from kind's Flux-namespace
 ConfigMaps and pivot-manifest-vars) and pivot-sops-secrets (decrypted in memory with the age key), and waits for every
-declared provider; verifies the management cluster's provider inventory, dry-runs the move, writes the plan and a
-backup to .krops/pivot/<run-id>/; suspends Flux on kind; moves with the clusterctl library; seeds Flux on the
+declared provider; verifies that every provider installed on kind is installed on the management cluster at least at
+kind's version (the Cluster API operator's provider objects, or clusterctl's inventory), dry-runs the move, writes
+the plan and a backup to .krops/pivot/<run-id>/; suspends Flux on kind; moves with the clusterctl library; seeds Flux on the
 management cluster with kind's run metadata; and, unless PIVOT_SKIP_DELETE=1, deletes kind once the management
 cluster lists every moved Cluster.
 

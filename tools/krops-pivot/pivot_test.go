@@ -389,7 +389,6 @@ func pausedOn(t *testing.T, ctx context.Context, c *testenv.Cluster) []string {
 func interrupted(t *testing.T) []string {
 	w := newWorld(t)
 	ctx := w.ctx
-	w.skipInventory.Store("infrastructure-docker")
 	w.provisioned(t)
 	setPaused(t, ctx, w.kind, "local-extra", true) // as Git or a person would
 	var vars corev1.ConfigMap
@@ -424,11 +423,14 @@ func interrupted(t *testing.T) []string {
 	close(w.nodes)
 	stop("nodes")
 	stop("providers")
-	// The management cluster's inventory lacks a provider kind uses: the
-	// move is refused before anything on kind changes.
-	docker := treeProviders(t)[slices.IndexFunc(treeProviders(t), func(p testenv.Provider) bool { return p.Type == "InfrastructureProvider" })]
-	mustCode(t, "inventory", w.run(t), 2, "InfrastructureProvider/docker "+docker.Version+" is not installed on the management cluster")
-	w.skipInventory.Store("")
+	// Kind runs a provider the management cluster's provider manifests do
+	// not install: the move is refused before anything on kind changes.
+	extra := testenv.Provider{Name: "helm", Namespace: "caaph-system", Type: "AddonProvider", Version: "v0.5.0"}
+	if err := testenv.CreateOperatorProvider(ctx, w.kind, extra); err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, "inventory", w.run(t), 2, "AddonProvider/helm v0.5.0 is not installed on the management cluster")
+	deleteOperatorProvider(t, ctx, w.kind, extra)
 	// Kind runs a newer core provider than the one the management
 	// cluster's manifests install: clusterctl would move objects an older
 	// controller may not read, so the move is refused.
@@ -588,9 +590,9 @@ func editKCPOwners(t *testing.T, ctx context.Context, c *testenv.Cluster, key cl
 	}
 }
 
-// newerCoreOnKind makes kind's clusterctl inventory record Cluster API core
-// one patch release newer than the tree pins, runs the pivot, which must
-// refuse (exit 2) naming both versions, and puts the entry back.
+// newerCoreOnKind makes kind's CoreProvider report Cluster API core one
+// patch release newer than the tree pins, runs the pivot, which must refuse
+// (exit 2) naming both versions, and puts the version back.
 func newerCoreOnKind(t *testing.T, ctx context.Context, w *world) {
 	t.Helper()
 	core := treeProviders(t)[slices.IndexFunc(treeProviders(t), func(p testenv.Provider) bool { return p.Type == "CoreProvider" })]
@@ -599,16 +601,30 @@ func newerCoreOnKind(t *testing.T, ctx context.Context, w *world) {
 	setVersion := func(v string) {
 		t.Helper()
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "Provider"})
-		if err := w.kind.Client.Get(ctx, client.ObjectKey{Namespace: core.Namespace, Name: core.Inventory}, u); err != nil {
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Kind: "CoreProvider"})
+		if err := w.kind.Client.Get(ctx, client.ObjectKey{Namespace: core.Namespace, Name: core.Name}, u); err != nil {
 			t.Fatal(err)
 		}
-		u.Object["version"] = v
-		if err := w.kind.Client.Update(ctx, u); err != nil {
+		if err := unstructured.SetNestedField(u.Object, v, "status", "installedVersion"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.kind.Client.Status().Update(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 	}
 	setVersion(newer)
 	mustCode(t, "newer core on kind", w.run(t), 2, "CoreProvider/cluster-api is at "+core.Version+" on the management cluster, older than "+newer+" on kind")
 	setVersion(core.Version)
+}
+
+// deleteOperatorProvider removes p's provider object from c.
+func deleteOperatorProvider(t *testing.T, ctx context.Context, c *testenv.Cluster, p testenv.Provider) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Kind: p.Type})
+	u.SetNamespace(p.Namespace)
+	u.SetName(p.Name)
+	if err := c.Client.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,10 +36,7 @@ type world struct {
 	args         []string
 	bin          string
 	ctx          context.Context
-	// skipInventory: the stand-in operator does not write this inventory
-	// entry on the target (a provider that did not install).
-	skipInventory atomic.Value  // string
-	nodes         chan struct{} // closed: the stand-in kubelet registers a node
+	nodes        chan struct{} // closed: the stand-in kubelet registers a node
 }
 
 var worldConfig = testenv.BootstrapTOML(func() testenv.Env {
@@ -109,7 +105,6 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	crds := []testenv.CRDSet{testenv.CAPICore, testenv.CAPD, testenv.CAPIOperator, testenv.FluxSource, testenv.FluxKustomize, testenv.FluxHelm, testenv.FluxOperator}
 	w := &world{nodes: make(chan struct{})}
-	w.skipInventory.Store("")
 	w.kind = testenv.APIServer(t, testenv.ClusterOptions{Name: "kind-krops-local-host", CRDs: crds, Webhooks: true})
 	w.target = testenv.APIServer(t, testenv.ClusterOptions{Name: "target", CRDs: crds, Webhooks: true})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,7 +118,7 @@ func newWorld(t *testing.T) *world {
 	testenv.RunFluxOperator(t, w.target)
 	testenv.Flux(t, w.target)
 	go seedtest.StandInKubelet(ctx, w.target.Client)
-	go testenv.StandInCAPIOperator(ctx, w.target, func(inventory string) bool { return w.skipInventory.Load() == inventory })
+	go testenv.StandInCAPIOperator(ctx, w.target)
 	go w.standInNodes(ctx)
 
 	w.root = t.TempDir()
@@ -276,7 +271,7 @@ func (w *world) standInNodes(ctx context.Context) {
 
 // seedKind puts on kind what bootstrap leaves there: Flux's namespace with
 // the run metadata and a ConfigMap of variables, Flux Kustomizations, the
-// provider inventory, and three Clusters (each with its infrastructure
+// Cluster API operator's installed providers, and three Clusters (each with its infrastructure
 // cluster, control plane, machine template and kubeconfig Secret), as Flux
 // and Cluster API would have made them.
 func (w *world) seedKind(t *testing.T, ctx context.Context) {
@@ -303,7 +298,7 @@ func (w *world) seedKind(t *testing.T, ctx context.Context) {
 		k.CreateYAML(t, ctx, d)
 	}
 	for _, p := range providers {
-		if err := testenv.CreateProviderInventory(ctx, k, p); err != nil {
+		if err := testenv.CreateOperatorProvider(ctx, k, p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -89,13 +89,12 @@ func providerOf(u *unstructured.Unstructured) (Provider, bool) {
 
 // StandInCAPIOperator is a STAND-IN for the Cluster API operator, which
 // runs providers as pods and cannot run here: until ctx ends, every
-// provider object on c (CoreProvider, InfrastructureProvider, ...) becomes
-// Ready and gets its clusterctl inventory entry at the version its
-// spec.version names, as the operator writes once the provider's
-// controllers run. A provider object without a version gets no entry (the
-// operator would pick one the stand-in cannot know). skip, when set, names
-// inventory entries it must not write (a provider that did not install).
-func StandInCAPIOperator(ctx context.Context, c *Cluster, skip func(inventory string) bool) {
+// provider object on c (CoreProvider, InfrastructureProvider, ...) that
+// pins a spec.version gets status.installedVersion and then Ready, as the
+// operator records once the provider's controllers run. Like the operator,
+// it writes no clusterctl inventory. A provider object without a version is
+// left alone (the operator would pick one the stand-in cannot know).
+func StandInCAPIOperator(ctx context.Context, c *Cluster) {
 	for ctx.Err() == nil {
 		for _, pk := range capiProviderKinds {
 			list := &unstructured.UnstructuredList{}
@@ -109,19 +108,13 @@ func StandInCAPIOperator(ctx context.Context, c *Cluster, skip func(inventory st
 				if !ok {
 					continue
 				}
-				// The inventory entry first, as the operator writes it once
-				// the provider is installed and only then reports Ready: a
-				// pivot that sees Ready reads the inventory at once.
-				if skip == nil || !skip(p.Inventory) {
-					if err := CreateProviderInventory(ctx, c, p); err != nil {
+				if v, _, _ := unstructured.NestedString(u.Object, "status", "installedVersion"); v == p.Version {
+					if st, _, _ := Condition(u, "Ready"); st == "True" {
 						continue
 					}
 				}
-				if st, _, _ := Condition(u, "Ready"); st != "True" {
-					_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "StandIn",
-						"message": "stand-in operator", "observedGeneration": u.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
-					_ = c.Client.Status().Update(ctx, u)
-				}
+				markInstalled(u, p.Version)
+				_ = c.Client.Status().Update(ctx, u)
 			}
 		}
 		select {
@@ -131,20 +124,36 @@ func StandInCAPIOperator(ctx context.Context, c *Cluster, skip func(inventory st
 	}
 }
 
-// CreateProviderInventory writes clusterctl's inventory entry for p,
-// creating its namespace when missing; an existing entry is kept. It is
-// what clusterctl's move reads on both sides.
-func CreateProviderInventory(ctx context.Context, c *Cluster, p Provider) error {
+// markInstalled sets what the operator's status holds once it installed
+// version v: the installed version and Ready.
+func markInstalled(u *unstructured.Unstructured, v string) {
+	_ = unstructured.SetNestedField(u.Object, v, "status", "installedVersion")
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "StandIn",
+		"message": "stand-in operator", "observedGeneration": u.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
+}
+
+// CreateOperatorProvider writes p as the Cluster API operator leaves it
+// once installed: its provider object (and namespace) with spec.version
+// and status.installedVersion at p.Version, Ready. An existing object is
+// kept.
+func CreateOperatorProvider(ctx context.Context, c *Cluster, p Provider) error {
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
-		"metadata":     map[string]any{"name": p.Inventory, "namespace": p.Namespace},
-		"providerName": p.Name, "type": p.Type, "version": p.Version,
+		"apiVersion": "operator.cluster.x-k8s.io/v1alpha2", "kind": p.Type,
+		"metadata": map[string]any{"name": p.Name, "namespace": p.Namespace},
+		"spec":     map[string]any{"version": p.Version},
 	}}
-	if err := c.Client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("clusterctl inventory entry %s/%s: %w", p.Namespace, p.Inventory, err)
+	if err := c.Client.Create(ctx, u); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("%s %s/%s: %w", p.Type, p.Namespace, p.Name, err)
+	}
+	markInstalled(u, p.Version)
+	if err := c.Client.Status().Update(ctx, u); err != nil {
+		return fmt.Errorf("%s %s/%s status: %w", p.Type, p.Namespace, p.Name, err)
 	}
 	return nil
 }

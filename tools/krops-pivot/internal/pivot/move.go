@@ -23,29 +23,69 @@ import (
 	"github.com/kropsdev/krops/tools/kit/seed"
 )
 
-var inventoryGVR = schema.GroupVersionResource{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Resource: "providers"}
+// clusterctlInventoryGVR is clusterctl's own provider inventory, which
+// `clusterctl init` writes.
+var clusterctlInventoryGVR = schema.GroupVersionResource{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Resource: "providers"}
+
+// operatorProviders are the Cluster API operator's provider resources and
+// the clusterctl provider type each stands for. The operator keeps no
+// clusterctl inventory in the cluster (it answers clusterctl's inventory
+// queries in-process), so its provider objects' status.installedVersion
+// is the record of what runs.
+var operatorProviders = []struct{ resource, typ string }{
+	{"coreproviders", "CoreProvider"}, {"bootstrapproviders", "BootstrapProvider"},
+	{"controlplaneproviders", "ControlPlaneProvider"}, {"infrastructureproviders", "InfrastructureProvider"},
+	{"addonproviders", "AddonProvider"}, {"ipamproviders", "IPAMProvider"},
+	{"runtimeextensionproviders", "RuntimeExtensionProvider"},
+}
 
 // pausedAnnotation pauses a ClusterClass (clusterctl sets it during a move).
 const pausedAnnotation = "cluster.x-k8s.io/paused"
 
-// inventoryEntry is one provider in clusterctl's inventory.
+// inventoryEntry is one installed provider.
 type inventoryEntry struct {
 	Key     string // type/name, e.g. InfrastructureProvider/docker
 	Version string
 }
 
+// inventory is the providers installed on a cluster: clusterctl's inventory
+// where `clusterctl init` wrote one, and the Cluster API operator's provider
+// objects that report an installed version (the operator's record wins for
+// a provider both name). A resource the cluster does not serve contributes
+// nothing; any other failure leaves the state unknown.
 func inventory(ctx context.Context, dyn dynamic.Interface) (map[string]inventoryEntry, error) {
-	list, err := dyn.Resource(inventoryGVR).List(ctx, listAll)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]inventoryEntry{}
-	for _, u := range list.Items {
-		typ, _, _ := unstructured.NestedString(u.Object, "type")
-		name, _, _ := unstructured.NestedString(u.Object, "providerName")
-		v, _, _ := unstructured.NestedString(u.Object, "version")
-		e := inventoryEntry{Key: typ + "/" + name, Version: v}
-		out[e.Key] = e
+	add := func(typ, name, v string) {
+		if typ != "" && name != "" && v != "" {
+			out[typ+"/"+name] = inventoryEntry{Key: typ + "/" + name, Version: v}
+		}
+	}
+	list, err := dyn.Resource(clusterctlInventoryGVR).List(ctx, listAll)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("listing clusterctl's inventory (%s) (%w): %w", clusterctlInventoryGVR.GroupResource(), ErrUnknownState, err)
+	default:
+		for _, u := range list.Items {
+			typ, _, _ := unstructured.NestedString(u.Object, "type")
+			name, _, _ := unstructured.NestedString(u.Object, "providerName")
+			v, _, _ := unstructured.NestedString(u.Object, "version")
+			add(typ, name, v)
+		}
+	}
+	for _, op := range operatorProviders {
+		gvr := schema.GroupVersionResource{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Resource: op.resource}
+		list, err := dyn.Resource(gvr).List(ctx, listAll)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the Cluster API operator's %s (%w): %w", gvr.GroupResource(), ErrUnknownState, err)
+		}
+		for _, u := range list.Items {
+			v, _, _ := unstructured.NestedString(u.Object, "status", "installedVersion")
+			add(op.typ, u.GetName(), v)
+		}
 	}
 	return out, nil
 }
@@ -179,11 +219,15 @@ func (r *run) verify(ctx context.Context) error {
 	return p.Step(ctx, "verifying the move and backing up to "+filepath.Join(r.o.StateDir, "backup"), func(ctx context.Context) error {
 		srcInv, err := inventory(ctx, r.src.dyn)
 		if err != nil {
-			return fmt.Errorf("reading clusterctl's provider inventory on kind: %w", err)
+			return fmt.Errorf("reading the installed Cluster API providers on kind: %w", err)
+		}
+		if len(srcInv) == 0 {
+			return fmt.Errorf("%w: kind records no installed Cluster API provider (no clusterctl inventory, no Cluster API operator provider with status.installedVersion), so what the management cluster needs is unknown; check `kubectl --context %s get coreproviders,infrastructureproviders -A`, then rerun",
+				ErrRefused, r.o.Source.Context)
 		}
 		dstInv, err := inventory(ctx, r.dst.dyn)
 		if err != nil {
-			return fmt.Errorf("reading clusterctl's provider inventory on the management cluster: %w", err)
+			return fmt.Errorf("reading the installed Cluster API providers on the management cluster: %w", err)
 		}
 		if problems := InventoryProblems(srcInv, dstInv); len(problems) > 0 {
 			return fmt.Errorf("%w: the management cluster cannot take the move:\n  %s", ErrRefused, strings.Join(problems, "\n  "))
