@@ -52,6 +52,7 @@ func newApp() *ucli.App {
 		&ucli.StringSliceFlag{Name: "wait-for", Usage: "also wait for this Kustomization in the Flux namespace (repeatable; flux-system always)"},
 		&ucli.BoolFlag{Name: "no-follow", Usage: "wait for the FluxInstance, flux-system and --wait-for only, not the environment's [seed] chain"},
 		&ucli.BoolFlag{Name: "no-wait", Usage: "apply and return without waiting for Flux"},
+		&ucli.BoolFlag{Name: "from-bootstrap", Usage: "called as bootstrap's step: a cluster a pivot is under way on is left to the pivot (exit 0) instead of refused"},
 	}
 	app := cli.New(cli.Options{
 		Name:      "krops-flux-seed",
@@ -66,7 +67,9 @@ it, until that cluster's own flux-system is Ready. LOCAL_RECONCILE_TIMEOUT bound
 blocking objects are listed with Flux's messages. Ctrl-C stops a wait cleanly (nothing is undone; rerun to go on).
 
 Every step is idempotent: a rerun on a seeded cluster changes nothing. The preflight runs first and nothing
-changes unless it passes.
+changes unless it passes. A cluster a pivot is under way on (krops-pivot suspended its Flux before the move) is not
+seeded again, since that could resume Flux against the move: exit 2, or, with --from-bootstrap (what task bootstrap
+passes), a notice and exit 0 so that the pivot, bootstrap's next step, resumes.
 
 The cluster is named explicitly: --kubeconfig (KUBECONFIG, one file) and --context (default: the kind context).
 Secret values (GITHUB_TOKEN, the age key) come from the environment and a file, never from arguments, and never
@@ -165,6 +168,13 @@ func seedAction(c *ucli.Context) error {
 		return err
 	}
 	err = seed.Seed(c.Context, o)
+	if errors.Is(err, seed.ErrPivoting) {
+		if c.Bool("from-bootstrap") {
+			prog.Warnf("%v: not seeding it again; the pivot resumes next", err)
+			return nil
+		}
+		return cli.UsageError(fmt.Errorf("%w; nothing was changed. Finish the pivot with `task pivot ENV=%s` (it resumes), or, to start over, `task teardown ENV=%s`", err, sel.Environment.Name, sel.Environment.Name))
+	}
 	var te *kubewait.TimeoutError
 	var we *seed.WorkloadError
 	where := "the FluxInstance and Kustomizations were"

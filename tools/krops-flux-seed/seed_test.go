@@ -11,6 +11,7 @@ import (
 	"github.com/kropsdev/krops/plugins/sdk/sdktest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,6 +142,27 @@ spec: {interval: 1m, retryInterval: 2s, timeout: 30s, prune: true, path: ./no/su
 	}
 	if n := strings.Count(r.Stderr, "! Kustomization flux-system/broken: ArtifactFailed"); n != 1 {
 		t.Errorf("Flux's warning must be streamed once, not %d times:\n%s", n, r.Stderr)
+	}
+
+	// A pivot under way (krops-pivot suspended Flux here before the move):
+	// the seed changes nothing; it refuses alone, and leaves the cluster to
+	// the pivot as bootstrap's step.
+	if err := cluster.Client.Patch(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": map[string]any{"name": "broken", "namespace": "flux-system"}}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"krops.io/suspended-by-pivot":"local-seed-test"}},"spec":{"suspend":true}}`))); err != nil {
+		t.Fatal(err)
+	}
+	rec.Reset()
+	r = testenv.RunBinary(t, root, env, bin, args...)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "a pivot is under way on this cluster: pivot run local-seed-test suspended Flux here (Kustomization flux-system/broken carries krops.io/suspended-by-pivot); nothing was changed. Finish the pivot with `task pivot ENV=local-host`") {
+		t.Errorf("seed mid-pivot: exit %d, want 2\n%s", r.Code, r.Stderr)
+	}
+	r = testenv.RunBinary(t, root, env, bin, append(args, "--from-bootstrap")...)
+	if r.Code != 0 || !strings.Contains(r.Stderr, "not seeding it again; the pivot resumes next") {
+		t.Errorf("seed --from-bootstrap mid-pivot: exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	if w := rec.Writes(); len(w) != 0 {
+		t.Errorf("the seed wrote to a cluster mid-pivot:\n%s", strings.Join(w, "\n"))
 	}
 }
 

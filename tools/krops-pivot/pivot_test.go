@@ -247,6 +247,10 @@ func (w *world) checkMoved(t *testing.T, before map[string]map[string]any) {
 			if s, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend"); !s {
 				t.Errorf("%s %s/%s on kind is not suspended", k.GetKind(), k.GetNamespace(), k.GetName())
 			}
+			// The mark a rerun of bootstrap's seed steps aside for.
+			if run := k.GetAnnotations()["krops.io/suspended-by-pivot"]; run != "pivot-test-run" {
+				t.Errorf("%s %s/%s on kind: krops.io/suspended-by-pivot %q, want the pivot's run id", k.GetKind(), k.GetNamespace(), k.GetName(), run)
+			}
 			suspended++
 		}
 	}

@@ -56,9 +56,9 @@ func TestTasksPassTheirArgumentsToTheirBinary(t *testing.T) {
 		want []string
 	}{
 		{[]string{r.miseBin, "-E", "local-host", "run", "bootstrap", "--recreate"},
-			[]string{"krops-kind preflight", "krops-flux-seed preflight", "krops-kind up --recreate", "krops-flux-seed", "krops-pivot --from-bootstrap"}},
+			[]string{"krops-kind preflight", "krops-flux-seed preflight", "krops-kind up --recreate", "krops-flux-seed --from-bootstrap", "krops-pivot --from-bootstrap"}},
 		{[]string{r.taskBin, "bootstrap", "ENV=local-host", "--", "--recreate"},
-			[]string{"krops-kind preflight local-host", "krops-flux-seed preflight local-host", "krops-kind up local-host --recreate", "krops-flux-seed local-host", "krops-pivot --from-bootstrap local-host"}},
+			[]string{"krops-kind preflight local-host", "krops-flux-seed preflight local-host", "krops-kind up local-host --recreate", "krops-flux-seed --from-bootstrap local-host", "krops-pivot --from-bootstrap local-host"}},
 		{[]string{r.miseBin, "run", "kind", "--recreate"}, []string{"krops-kind up --recreate"}},
 		{[]string{r.miseBin, "run", "teardown", "--dry-run"}, []string{"krops-sweep --dry-run"}},
 		{[]string{r.miseBin, "-E", "local-host", "run", "oci-push"}, []string{"krops-flux-seed publish --reconcile"}},

@@ -142,6 +142,9 @@ func Seed(ctx context.Context, o Options) error {
 		return err
 	}
 	p := o.Progress
+	if err := checkNotPivoting(ctx, dyn); err != nil {
+		return err
+	}
 	if err := p.Step(ctx, "Flux namespace "+o.Namespace, func(ctx context.Context) error { return ensureNamespace(ctx, kc, o.Namespace) }); err != nil {
 		return err
 	}
@@ -232,6 +235,37 @@ func ensureNamespace(ctx context.Context, kc kubernetes.Interface, ns string) er
 	_, err = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// PivotAnnotation marks a Flux Kustomization or HelmRelease krops-pivot
+// suspended on kind before the move; its value is the pivot's run id.
+// From then until the pivot deletes kind, kind is mid-pivot.
+const PivotAnnotation = "krops.io/suspended-by-pivot"
+
+// ErrPivoting means the cluster is in the middle of a pivot: krops-pivot
+// suspended its Flux and may have moved Cluster API objects away. Seeding
+// it again could resume Flux there, which would recreate what the move
+// took and have two sets of controllers act on one cluster.
+var ErrPivoting = errors.New("a pivot is under way on this cluster")
+
+// checkNotPivoting returns ErrPivoting, naming the evidence, when a
+// Kustomization on the cluster carries PivotAnnotation and is suspended. A
+// cluster without Flux's CRD has none.
+func checkNotPivoting(ctx context.Context, dyn dynamic.Interface) error {
+	list, err := dyn.Resource(Kustomizations).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing Flux Kustomizations to see whether a pivot is under way (nothing was changed): %w", err)
+	}
+	for _, u := range list.Items {
+		run, marked := u.GetAnnotations()[PivotAnnotation]
+		if s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); marked && s {
+			return fmt.Errorf("%w: pivot run %s suspended Flux here (Kustomization %s/%s carries %s)", ErrPivoting, run, u.GetNamespace(), u.GetName(), PivotAnnotation)
+		}
 	}
 	return nil
 }

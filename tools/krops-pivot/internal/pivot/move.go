@@ -378,7 +378,7 @@ func (r *run) suspendFlux(ctx context.Context) error {
 					already++
 					continue
 				}
-				if _, err := r.src.dyn.Resource(k.gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.MergePatchType, []byte(`{"spec":{"suspend":true}}`), metav1.PatchOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+				if _, err := r.src.dyn.Resource(k.gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"suspend":true}}`, seed.PivotAnnotation, filepath.Base(r.o.StateDir))), metav1.PatchOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
 					return fmt.Errorf("suspending %s %s/%s on kind (nothing was moved; rerun): %w", k.kind, u.GetNamespace(), u.GetName(), err)
 				}
 				n++
