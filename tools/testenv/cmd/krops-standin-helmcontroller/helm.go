@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,6 +116,16 @@ func (r *reconciler) ensure(ctx context.Context, hr *unstructured.Unstructured, 
 		up := action.NewUpgrade(cfg)
 		up.Namespace, up.MaxHistory = rel.namespace, maxHistory
 		up.WaitStrategy, up.Timeout = strategy("upgrade"), timeout
+		// As helm-controller upgrades with Helm 4: server-side apply when
+		// the last release used it, and then conflicts forced (a release
+		// another Helm client installed, such as krops-pivot's cert-manager,
+		// is owned by that client's field manager); resources without Helm's
+		// annotations adopted unless spec.upgrade.disableTakeOwnership.
+		prev, _ := last.(*releasev1.Release)
+		ssa := prev != nil && prev.ApplyMethod == string(releasev1.ApplyMethodServerSideApply)
+		up.ServerSideApply, up.ForceConflicts = strconv.FormatBool(ssa), ssa
+		noTake, _, _ := unstructured.NestedBool(hr.Object, "spec", "upgrade", "disableTakeOwnership")
+		up.TakeOwnership = !noTake
 		made, err = up.RunWithContext(ctx, rel.name, ch, values)
 	}
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kropsdev/krops/tools/testenv"
@@ -482,5 +483,46 @@ func TestReleaseGoesToTheClusterItsKubeconfigNames(t *testing.T) {
 				t.Errorf("the kubeconfig's temporary file %s was left behind", f)
 			}
 		}
+	}
+}
+
+// TestUpgradeTakesFieldsAnotherHelmClientOwns: a release whose objects
+// another client changed by server-side apply (krops-pivot installs
+// cert-manager with its own Helm before Flux takes the release over) is
+// upgraded by forcing the conflicts, as helm-controller does with Helm 4,
+// rather than failing on every field the other manager owns.
+func TestUpgradeTakesFieldsAnotherHelmClientOwns(t *testing.T) {
+	h := newHarness(t)
+	charts := newChartServer(t)
+	url, digest := charts.put(t, "taken", "1.0.0")
+	h.create(ociRepositoriesGVR, "apps", map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+		"metadata": map[string]any{"name": "taken", "namespace": "apps"},
+		"spec":     map[string]any{"url": "oci://registry.example/charts/taken", "interval": "1h", "ref": map[string]any{"tag": "1.0.0"}}})
+	h.publish(ociRepositoriesGVR, "apps", "taken", url, digest, "1.0.0@"+digest)
+	h.create(helmReleasesGVR, "apps", helmRelease("taken", map[string]any{
+		"interval": "10m", "chartRef": map[string]any{"kind": "OCIRepository", "name": "taken"}, "values": map[string]any{"greeting": "first"}}))
+	if st, reason, msg := condition(h.pass("apps", "taken"), "Ready"); st != "True" || reason != "InstallSucceeded" {
+		t.Fatalf("install: Ready %s %s %q\n%s", st, reason, msg, h.log)
+	}
+	owned := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"taken-greeting","namespace":"apps"},"data":{"greeting":"other-client"}}`)
+	force := true
+	if _, err := h.dyn.Resource(configMapsGVR).Namespace("apps").Patch(context.Background(), "taken-greeting", types.ApplyPatchType, owned, metav1.PatchOptions{FieldManager: "krops-pivot", Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	hr, err := h.get(helmReleasesGVR, "apps", "taken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(hr.Object, "second", "spec", "values", "greeting"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.dyn.Resource(helmReleasesGVR).Namespace("apps").Update(context.Background(), hr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, reason, msg := condition(h.pass("apps", "taken"), "Ready"); st != "True" || reason != "UpgradeSucceeded" {
+		t.Fatalf("upgrade over a field krops-pivot owns: Ready %s %s %q\n%s", st, reason, msg, h.log)
+	}
+	if got := h.configMap("apps", "taken-greeting")["greeting"]; got != "second" {
+		t.Errorf("greeting after the upgrade: %q, want second", got)
 	}
 }
