@@ -32,15 +32,7 @@ type podinfoLane struct {
 // fetches the chart by the registry's name on the kind network.
 func stockPodinfo(t *testing.T, repo string) podinfoLane {
 	t.Helper()
-	gomod, err := os.ReadFile(filepath.Join(repo, "tools", "realengine", "podinfo", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^require github.com/stefanprodan/podinfo (\S+)$`).FindSubmatch(gomod)
-	if m == nil {
-		t.Fatal("tools/realengine/podinfo/go.mod requires no github.com/stefanprodan/podinfo")
-	}
-	ch, err := chartloader.LoadDir(filepath.Join(moduleAt(t, "github.com/stefanprodan/podinfo", string(m[1])), "charts", "podinfo"))
+	ch, err := chartloader.LoadDir(podinfoChartDir(t, repo))
 	if err != nil {
 		t.Fatalf("Podinfo's chart: %v", err)
 	}
@@ -54,6 +46,21 @@ func stockPodinfo(t *testing.T, repo string) podinfoLane {
 	_ = exec.Command("docker", "rmi", pushed).Run()
 	p.chart = seedtest.PushChart(t, "localhost:5001", ch)
 	return p
+}
+
+// podinfoChartDir is Podinfo's chart directory in the module
+// tools/realengine/podinfo/go.mod pins.
+func podinfoChartDir(t *testing.T, repo string) string {
+	t.Helper()
+	gomod, err := os.ReadFile(filepath.Join(repo, "tools", "realengine", "podinfo", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^require github.com/stefanprodan/podinfo (\S+)$`).FindSubmatch(gomod)
+	if m == nil {
+		t.Fatal("tools/realengine/podinfo/go.mod requires no github.com/stefanprodan/podinfo")
+	}
+	return filepath.Join(moduleAt(t, "github.com/stefanprodan/podinfo", string(m[1])), "charts", "podinfo")
 }
 
 // podinfoThroughFlux has the seeded Flux reconcile workload/local-host,

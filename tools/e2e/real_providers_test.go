@@ -211,6 +211,18 @@ func pushProviderRelease(t *testing.T, l *capiLane, types map[string]string) str
 	return ref.String()
 }
 
+// providerTypes maps each provider object's namespace to the operator's
+// name for its type (core, bootstrap, ...), which names its components file.
+func providerTypes(objs []map[string]any) map[string]string {
+	types := map[string]string{}
+	for _, o := range objs {
+		if kind := o["kind"].(string); strings.HasSuffix(kind, "Provider") {
+			types[o["metadata"].(map[string]any)["namespace"].(string)] = operatorType[kind]
+		}
+	}
+	return types
+}
+
 // operatorProviders installs cert-manager and the Cluster API operator
 // with krops's Helm code and the pivot's values, then the local-host tree's
 // provider objects (mgmt/local-host/capi-providers, as Flux applies them)
@@ -261,13 +273,7 @@ func operatorProviders(t *testing.T, r *realEnv, l *capiLane, kubectl func(...st
 	vars := map[string]string{"KROPS_ENVIRONMENT": "local-host",
 		"KROPS_PROVIDER_FETCH": sync["KROPS_PROVIDER_FETCH"], "KROPS_PROVIDER_REPOSITORY": sync["KROPS_PROVIDER_REPOSITORY"]}
 	built := splitObjects(t, fluxExpand(t, kustomizeYAML(t, filepath.Join(r.repo, "mgmt/local-host/capi-providers")), vars))
-	types := map[string]string{}
-	for _, o := range built {
-		if kind := o["kind"].(string); strings.HasSuffix(kind, "Provider") {
-			types[o["metadata"].(map[string]any)["namespace"].(string)] = operatorType[kind]
-		}
-	}
-	pushProviderRelease(t, l, types)
+	pushProviderRelease(t, l, providerTypes(built))
 	var namespaces, objects []map[string]any
 	var providers [][2]string // resource, namespace/name
 	for _, o := range built {

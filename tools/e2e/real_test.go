@@ -107,6 +107,15 @@ func (r *realEnv) runWatching(t *testing.T, extra []string, onLine func(line str
 	cmd := exec.Command(filepath.Join(r.bin, name), args...)
 	cmd.Dir = r.home
 	cmd.Env = append(append([]string{}, r.env...), extra...)
+	res, took, _ := watch(t, cmd, onLine)
+	return res, took
+}
+
+// watch runs cmd, handing each line of its stderr to onLine on the test
+// goroutine, and returns its result, wall time and process state.
+func watch(t *testing.T, cmd *exec.Cmd, onLine func(line string)) (testenv.Result, time.Duration, *os.ProcessState) {
+	t.Helper()
+	name := filepath.Base(cmd.Path)
 	var out, errOut strings.Builder
 	cmd.Stdout = &out
 	pr, pw := io.Pipe()
@@ -139,7 +148,7 @@ func (r *realEnv) runWatching(t *testing.T, extra []string, onLine func(line str
 		onLine(ln)
 	}
 	<-waited
-	return testenv.Result{Stdout: out.String(), Stderr: errOut.String(), Code: cmd.ProcessState.ExitCode()}, time.Since(start)
+	return testenv.Result{Stdout: out.String(), Stderr: errOut.String(), Code: cmd.ProcessState.ExitCode()}, time.Since(start), cmd.ProcessState
 }
 
 // engine runs the docker CLI and returns its trimmed output.
