@@ -131,7 +131,7 @@ func bootstrapChain(seedFlags, pivotFlags []string) [][]string {
 		{"krops-kind", "preflight", "local-host"},
 		{"krops-flux-seed", "preflight", "local-host"},
 		{"krops-kind", "up", "local-host"},
-		append([]string{"krops-flux-seed", "local-host"}, seedFlags...),
+		append([]string{"krops-flux-seed", "--from-bootstrap", "local-host"}, seedFlags...),
 		append([]string{"krops-pivot", "--from-bootstrap", "local-host"}, pivotFlags...),
 	}
 }

@@ -6,7 +6,9 @@
 # images the local-host path runs (images.sh), the toolbox image from the
 # repository's Dockerfile on stand-in bases (no registry is reachable) and
 # its smoke test, then the tests tagged realengine. Run from the repository
-# root.
+# root. With the argument "lifecycle" (`task e2e:real-lifecycle`) it runs
+# the whole local-host lifecycle through task instead of the pieces: about
+# an hour on 2 cores, too long to share the pieces' timeout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 tools/realengine/engine.sh
@@ -18,4 +20,7 @@ tools/toolbox.sh smoke
 # skip passes as green).
 [[ -n "$image" ]] || { echo "e2e:real: tools/realengine/nodeimage.sh named no image" >&2; exit 1; }
 cd tools/e2e
-KROPS_KIND_NODE_IMAGE="$image" go test -race -ldflags=-w -tags realengine -count=1 -timeout 45m -v -run '^TestRealEngine' .
+if [[ "${1:-}" == lifecycle ]]; then
+	KROPS_KIND_NODE_IMAGE="$image" exec go test -ldflags=-w -tags realengine -count=1 -timeout 100m -v -run '^TestRealEngineLocalHostLifecycle$' .
+fi
+KROPS_KIND_NODE_IMAGE="$image" go test -race -ldflags=-w -tags realengine -count=1 -timeout 45m -v -run '^TestRealEngine' -skip '^TestRealEngineLocalHostLifecycle$' .
