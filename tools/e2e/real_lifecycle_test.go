@@ -350,7 +350,8 @@ func TestRealEngineLocalHostLifecycle(t *testing.T) {
 	// begins; the move takes minutes here), then the same command again.
 	// The rerun must not seed kind again (its Flux is suspended for the
 	// move) and the pivot must resume.
-	pivotBin := filepath.Join(r.repo, "bin", "krops-pivot") + " --from-bootstrap"
+	// task runs it by the Taskfile's relative path (bin/krops-pivot).
+	pivotBin := "bin/krops-pivot --from-bootstrap"
 	var killOnce sync.Once
 	killed := make(chan time.Duration, 1)
 	onBootstrap := func(ln string) {
