@@ -9,7 +9,8 @@
 # `go install` relinks only a binary whose inputs changed (it compares build
 # IDs with the file it installed before), so the binaries are installed into
 # .krops/build and copied into bin/ only when they differ: a binary in bin/
-# is rewritten only when it really changed.
+# is rewritten only when it really changed. Before any of that, a build
+# whose inputs have not changed since the last one is skipped (below).
 set -euo pipefail
 version="${1:-dev}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -19,6 +20,36 @@ cd "$root"
 export CGO_ENABLED=0
 flags=(-trimpath)
 ldflags="-s -w -X main.version=$version"
+out="$root/.krops/build/$(go env GOOS)-$(go env GOARCH)"
+
+# fingerprint: a hash of everything a build here depends on: the version,
+# the toolchain and its settings, and the content of every file of the
+# workspace's modules that git does not ignore (sources, embedded files,
+# go.mod and go.sum; a deleted file drops out of the hash). Without git (the
+# image's build context has no .git) there is none, and the build runs.
+fingerprint() {
+	git rev-parse --is-inside-work-tree >/dev/null 2>&1 || return 1
+	{
+		printf '%s\n' "$version" "$(go env GOVERSION GOOS GOARCH GOFLAGS GOAMD64 GOARM GOARM64 GOEXPERIMENT CGO_ENABLED)" "${flags[*]}"
+		git ls-files -z --cached --others --exclude-standard -- go.work go.work.sum plugins tools | xargs -0 sha256sum 2>/dev/null || true
+	} | sha256sum | cut -d' ' -f1
+}
+
+# Every task of the chain runs this script first, and each rerun of one:
+# with nothing changed since the last build, and bin/ holding exactly what
+# it made, no go command runs at all (a go command that finds everything
+# cached still loads the workspace and checks every package: seconds of
+# CPU per task).
+fp="$(fingerprint)" || fp=""
+if [[ -n "$fp" && -f "$out/fingerprint" && "$(cat "$out/fingerprint")" == "$fp" && -f "$out/binaries" && -f "$out/bin.stat" ]]; then
+	# bin/ as this script left it: each file's inode, size and time (a
+	# binary replaced or removed by hand since does not match).
+	if [[ "$(cd bin && stat -c '%n %i %s %Y' $(cat "$out/binaries") 2>/dev/null)" == "$(cat "$out/bin.stat")" ]]; then
+		while read -r name; do echo "bin/$name $version (unchanged)"; done <"$out/binaries"
+		exit 0
+	fi
+fi
+rm -f "$out/fingerprint"
 
 patterns=()
 for mod in $(tools/scripts/modules.sh); do patterns+=("./$mod/..."); done
@@ -44,7 +75,6 @@ done <<<"$listing"
 go build "${flags[@]}" "${libs[@]}"
 [[ ${#tools[@]} -eq 0 ]] || go vet "${flags[@]}" "${tools[@]}"
 
-out="$root/.krops/build/$(go env GOOS)-$(go env GOARCH)"
 mkdir -p "$out" bin
 if [[ "$(go env GOOS)/$(go env GOARCH)" == "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" ]]; then
 	GOBIN="$out" go install "${flags[@]}" -ldflags "$ldflags" "${binaries[@]}"
@@ -61,3 +91,7 @@ for i in "${!binaries[@]}"; do
 	fi
 	echo "bin/${names[$i]} $version"
 done
+# Recorded last, so a build that failed half way is never taken for current.
+printf '%s\n' "${names[@]}" >"$out/binaries"
+(cd bin && stat -c '%n %i %s %Y' "${names[@]}") >"$out/bin.stat"
+[[ -z "$fp" ]] || echo "$fp" >"$out/fingerprint"
