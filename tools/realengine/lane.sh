@@ -8,7 +8,8 @@
 # its smoke test, then the tests tagged realengine. Run from the repository
 # root. With the argument "lifecycle" (`task e2e:real-lifecycle`) it runs
 # the whole local-host lifecycle through task instead of the toolbox and
-# the pieces: about an hour on 2 cores, too long to share their timeout.
+# the pieces: 20 minutes to an hour on 2 cores, too long to share their
+# timeout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 tools/realengine/engine.sh
