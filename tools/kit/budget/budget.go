@@ -9,7 +9,7 @@
 // The budgets nest: one API call (APIRequest) inside a wait (a knob, in
 // minutes), inside the run. None retries on its own: a wait re-lists and
 // re-watches until its knob runs out, and a step that runs out leaves state
-// the rerun resumes from.
+// the rerun resumes from. The one exception is AdmissionWebhook.
 package budget
 
 import "time"
@@ -30,6 +30,14 @@ const (
 	// own create waits for the control plane; the CNI and the node's
 	// Ready take 10 to 40 s more on 2 cores.
 	KindNodesReady = 120 * time.Second
+	// AdmissionWebhook bounds how long the teardown tries a deletion
+	// again that the API server refused because it could not reach an
+	// admission webhook (nothing changed). After the API server was away
+	// for half a minute, Cluster API's managers lost their leader leases
+	// and restarted, and their webhooks were unreachable for about 30 s
+	// (measured on the real engine, 2 cores); four times that is a
+	// controller that is not coming back by itself.
+	AdmissionWebhook = 2 * time.Minute
 )
 
 // Helm.

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/budget"
 	"github.com/kropsdev/krops/tools/kit/capikubeconfig"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
@@ -130,7 +131,12 @@ type Options struct {
 	Force  bool
 	DryRun bool
 	// QueryTimeout bounds each query (DefaultQueryTimeout).
-	QueryTimeout                    time.Duration
+	QueryTimeout time.Duration
+	// AdmissionWait bounds how long a deletion the API server refused
+	// because it could not reach an admission webhook is tried again
+	// (budget.AdmissionWebhook when zero), every AdmissionRetry
+	// (admissionRetry when zero).
+	AdmissionWait, AdmissionRetry   time.Duration
 	ClusterTimeout, ProviderTimeout time.Duration
 	Progress                        *ui.Progress
 	Out                             io.Writer
@@ -208,6 +214,12 @@ func (r *run) plan(format string, args ...any) {
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	if o.QueryTimeout <= 0 {
 		o.QueryTimeout = DefaultQueryTimeout
+	}
+	if o.AdmissionWait <= 0 {
+		o.AdmissionWait = budget.AdmissionWebhook
+	}
+	if o.AdmissionRetry <= 0 {
+		o.AdmissionRetry = admissionRetry
 	}
 	sum := &Summary{Environment: o.Environment, DryRun: o.DryRun, Deleted: []string{}, Skipped: []string{}, Left: []string{}}
 	r := &run{o: o, sum: sum}
@@ -1067,19 +1079,64 @@ func (r *run) forgetManagement() error {
 	return nil
 }
 
+// admissionRetry is how often a deletion refused for an unreachable
+// admission webhook is tried again.
+const admissionRetry = 3 * time.Second
+
 // del deletes one object; NotFound is success. found says whether there
 // was one to delete.
+//
+// A deletion the API server refused because it could not reach an
+// admission webhook is tried again for up to AdmissionWait: the API server
+// answered, and refused before changing anything, so the state is known.
+// It happens right after the host's API server was away (paused, restarted,
+// unreachable): the controllers that serve the webhooks lost their leader
+// leases meanwhile and restart, and their webhooks answer again tens of
+// seconds later. A rerun of the teardown at once met exactly that.
 func (r *run) del(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (found bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
-	defer cancel()
-	err = r.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	what := fmt.Sprintf("deleting %s %s/%s", gvr.Resource, ns, name)
+	wait := r.o.AdmissionWait
+	deadline := time.Now().Add(wait)
+	for told := false; ; {
+		err = r.delOnce(ctx, gvr, ns, name)
+		if !webhookUnreachable(err) {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			return false, &UnknownError{What: fmt.Sprintf("%s (an admission webhook did not answer the API server for %s)", what, wait), Err: err}
+		}
+		if !told {
+			r.o.Progress.Infof("%s: the API server cannot reach an admission webhook yet and refused it, changing nothing; trying again for up to %s", what, wait)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return false, &UnknownError{What: what, Err: ctx.Err()}
+		case <-time.After(r.o.AdmissionRetry):
+		}
+	}
 	switch {
 	case err == nil:
 		return true, nil
 	case apierrors.IsNotFound(err):
 		return false, nil
 	}
-	return false, &UnknownError{What: fmt.Sprintf("deleting %s %s/%s", gvr.Resource, ns, name), Err: err}
+	return false, &UnknownError{What: what, Err: err}
+}
+
+func (r *run) delOnce(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.o.QueryTimeout)
+	defer cancel()
+	return r.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// webhookUnreachable: the API server refused a call because calling an
+// admission webhook failed (its message: "failed calling webhook"). An
+// admission webhook runs before anything is stored, so the call changed
+// nothing. A timeout or a dropped connection to the API server itself is
+// not this: whether that call was applied is unknown.
+func webhookUnreachable(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
 }
 
 // waitGone waits until the API server confirms each target gone, printing
