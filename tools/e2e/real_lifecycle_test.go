@@ -291,6 +291,7 @@ func TestRealEngineLocalHostLifecycle(t *testing.T) {
 
 	phases := map[string]time.Duration{}
 	var kropsCPU time.Duration
+	ledger := startCPULedger(t)
 	res, took, ps := r.task(t, knobs, nil, "kind", "ENV=local-host")
 	if res.Code != 0 {
 		t.Fatalf("task kind: exit %d after %v\n%s\n%s", res.Code, took, res.Stdout, res.Stderr)
@@ -474,6 +475,9 @@ func TestRealEngineLocalHostLifecycle(t *testing.T) {
 		t.Fatalf("task teardown (rerun): exit %d after %v\n%s\n%s", res.Code, took, res.Stdout, res.Stderr)
 	}
 	t.Logf("task teardown took %v\n%s\n%s", took.Round(time.Second), res.Stderr, res.Stdout)
+	if strings.Contains(res.Stderr, "admission webhook") {
+		t.Logf("the teardown's rerun met Cluster API's webhooks restarting after the pause, waited for them and went on")
+	}
 	// What is left is what the engine and the kubeconfig list, not what
 	// krops reports.
 	if left := engineLeft(); len(left) > 0 {
@@ -505,4 +509,5 @@ func TestRealEngineLocalHostLifecycle(t *testing.T) {
 	lifecycle := phases["kind"] + phases["bootstrap"] + phases["teardown"]
 	t.Logf("krops's own CPU (the task runner, the binaries and their build) %v of the lifecycle's %v wall time: %.1f%%",
 		kropsCPU.Round(time.Second), lifecycle.Round(time.Second), 100*kropsCPU.Seconds()/lifecycle.Seconds())
+	t.Logf("krops's own CPU by program (share of the %v):\n%s", kropsCPU.Round(time.Second), ledger.report(kropsCPU))
 }

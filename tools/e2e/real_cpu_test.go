@@ -1,0 +1,278 @@
+//go:build realengine
+
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// procKey names a process across samples: a pid alone may be reused.
+type procKey struct {
+	pid   int
+	start uint64
+}
+
+// procSample is a process of a task run as its last sample saw it.
+type procSample struct {
+	parent procKey
+	label  string
+	// self is its own CPU; reaped the CPU of the children it waited for.
+	self, reaped time.Duration
+}
+
+// cpuLedger says where the CPU a task run's processes used went, program by
+// program: the rusage of `task` (what the lane reports as krops's share)
+// is one number, and lowering it needs to know whether it is the build,
+// a binary's own work, or the docker or kubectl calls it makes. It samples
+// /proc twice a second for the processes below every `task` the test
+// started; a child too short-lived for any sample is still counted, in the
+// CPU its parent reaped, as "<parent> (children no sample saw)". Reading /proc is
+// Linux's, as is the real-engine lane.
+type cpuLedger struct {
+	tick time.Duration
+	self int
+
+	mu    sync.Mutex
+	procs map[procKey]*procSample
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// startCPULedger samples until stopped.
+func startCPULedger(t *testing.T) *cpuLedger {
+	t.Helper()
+	hz := 100
+	if out, err := exec.Command("getconf", "CLK_TCK").Output(); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && n > 0 {
+			hz = n
+		}
+	}
+	l := &cpuLedger{tick: time.Second / time.Duration(hz), self: os.Getpid(), procs: map[procKey]*procSample{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		every := time.NewTicker(500 * time.Millisecond)
+		defer every.Stop()
+		for {
+			l.sample()
+			select {
+			case <-l.stop:
+				return
+			case <-every.C:
+			}
+		}
+	}()
+	t.Cleanup(l.halt)
+	return l
+}
+
+func (l *cpuLedger) halt() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+}
+
+// statLine is what /proc/<pid>/stat says of a process.
+type statLine struct {
+	key                        procKey
+	ppid                       int
+	utime, stime, cutime, cstm uint64
+}
+
+func readStat(pid int) (statLine, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return statLine{}, false
+	}
+	// The command name is in parentheses and may hold spaces: the fields
+	// start after the last ')'. Counting from the state (field 3).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return statLine{}, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return statLine{}, false
+	}
+	n := func(k int) uint64 { v, _ := strconv.ParseUint(f[k], 10, 64); return v }
+	ppid, _ := strconv.Atoi(f[1])
+	return statLine{key: procKey{pid, n(19)}, ppid: ppid, utime: n(11), stime: n(12), cutime: n(13), cstm: n(14)}, true
+}
+
+// programOf names a process by its program: the script a shell runs, the go
+// subcommand, the docker or kubectl verb.
+func programOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return "?"
+	}
+	argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	name := filepath.Base(argv[0])
+	verb := func() string {
+		for _, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				return name + " " + a
+			}
+		}
+		return name
+	}
+	switch name {
+	case "bash", "sh", "env":
+		if len(argv) > 1 {
+			return filepath.Base(argv[1])
+		}
+	case "go", "docker", "kubectl":
+		return verb()
+	}
+	return name
+}
+
+func (l *cpuLedger) sample() {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	byPID := map[int]statLine{}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok {
+			byPID[pid] = st
+			children[st.ppid] = append(children[st.ppid], pid)
+		}
+	}
+	// The task runs the test started, and everything below them.
+	var queue []int
+	for _, pid := range children[l.self] {
+		if programOf(pid) == "task" {
+			queue = append(queue, pid)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		st := byPID[pid]
+		p := l.procs[st.key]
+		if p == nil {
+			p = &procSample{label: programOf(pid)}
+			if parent, ok := byPID[st.ppid]; ok && st.ppid != l.self {
+				p.parent = parent.key
+			}
+			l.procs[st.key] = p
+		}
+		p.self = time.Duration(st.utime+st.stime) * l.tick
+		p.reaped = time.Duration(st.cutime+st.cstm) * l.tick
+		queue = append(queue, children[pid]...)
+	}
+}
+
+// report breaks total (the rusage of the task runs) down by program,
+// largest first; what no sample saw (a process's last half second, the
+// children of a process that ended between samples) is the remainder.
+func (l *cpuLedger) report(total time.Duration) string {
+	l.halt()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seenOfChildren := map[procKey]time.Duration{}
+	for _, p := range l.procs {
+		if p.parent != (procKey{}) {
+			seenOfChildren[p.parent] += p.self + p.reaped
+		}
+	}
+	by := map[string]time.Duration{}
+	count := map[string]int{}
+	var attributed time.Duration
+	for k, p := range l.procs {
+		by[p.label] += p.self
+		count[p.label]++
+		attributed += p.self
+		if short := p.reaped - seenOfChildren[k]; short > 0 {
+			by[p.label+" (children no sample saw)"] += short
+			attributed += short
+		}
+	}
+	if rest := total - attributed; rest > 0 {
+		by["not sampled (the last half second of a process, children of short-lived ones)"] = rest
+	}
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return by[names[i]] > by[names[j]] })
+	var b strings.Builder
+	for _, n := range names {
+		if by[n] < 100*time.Millisecond {
+			continue
+		}
+		procs := ""
+		if c := count[n]; c > 0 {
+			procs = fmt.Sprintf(" (%d processes)", c)
+		}
+		fmt.Fprintf(&b, "  %6.1fs %5.1f%%  %s%s\n", by[n].Seconds(), 100*by[n].Seconds()/total.Seconds(), n, procs)
+	}
+	return b.String()
+}
+
+// TestCPULedgerChargesEachProgram runs a `task` that starts a long CPU
+// burner and many short ones, and checks the ledger charges the long one
+// by its script's name and the short ones to their parent, and that what
+// it attributes adds up to the rusage the lane reports.
+func TestCPULedgerChargesEachProgram(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/usr/bin/env bash\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// burn.sh spins for 2 s of wall time; short.sh starts 40 shells of
+	// a few milliseconds each, too short for a sample to see.
+	write("burn.sh", `end=$((SECONDS+2)); while (( SECONDS < end )); do :; done`)
+	write("short.sh", `for i in $(seq 40); do bash -c 'for j in $(seq 3000); do :; done'; done`)
+	write("task", `bash "$(dirname "$0")/burn.sh"; bash "$(dirname "$0")/short.sh"`)
+	l := startCPULedger(t)
+	cmd := exec.Command(filepath.Join(dir, "task"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	total := cpu(cmd.ProcessState)
+	report := l.report(total)
+	t.Logf("total %v:\n%s", total, report)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	by := map[string]time.Duration{}
+	for _, p := range l.procs {
+		by[p.label] += p.self
+	}
+	if by["burn.sh"] < time.Second {
+		t.Errorf("burn.sh charged %v, want at least 1 s (it spun for 2)", by["burn.sh"])
+	}
+	if !strings.Contains(report, "short.sh (children no sample saw)") {
+		t.Errorf("the short-lived shells are not charged to short.sh:\n%s", report)
+	}
+	if strings.Contains(report, "not sampled") && total > 0 {
+		var sum time.Duration
+		for _, d := range by {
+			sum += d
+		}
+		if sum < total/2 {
+			t.Errorf("the samples saw %v of %v", sum, total)
+		}
+	}
+}
