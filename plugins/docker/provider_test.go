@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -103,11 +104,11 @@ func TestRegistryLifecycleAgainstAStandInEngine(t *testing.T) {
 		{"healthy registry is reused", func(p string) string { return "exists=1 running=1 port=" + p },
 			afterDetection("container inspect krops-registry"), "reused"},
 		{"stopped registry is started", func(p string) string { return "exists=1 running=0 port=" + p },
-			afterDetection("container inspect krops-registry", "start krops-registry"), "restarted"},
-		{"wrong port is recreated", func(string) string { return "exists=1 running=1 port=1" },
-			afterDetection("container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"), "recreated (it did not publish port"},
-		{"wrong network is recreated", func(p string) string { return "exists=1 running=1 network=bridge port=" + p },
-			afterDetection("container inspect krops-registry", "rm -f krops-registry", "run -d --restart=always --name krops-registry --network kind -p 127.0.0.1:PORT:5000 registry:2"), "not on the kind network"},
+			afterDetection("container inspect krops-registry", "start krops-registry"), "reused, restarted"},
+		{"registry off the kind network is connected, not recreated", func(p string) string { return "exists=1 running=1 network=bridge port=" + p },
+			afterDetection("container inspect krops-registry", "network connect kind krops-registry"), "reused, connected to the kind network"},
+		{"stopped registry off the kind network is connected and started", func(p string) string { return "exists=1 running=0 network=bridge port=" + p },
+			afterDetection("container inspect krops-registry", "network connect kind krops-registry", "start krops-registry"), "reused, connected to the kind network and restarted"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +129,35 @@ func TestRegistryLifecycleAgainstAStandInEngine(t *testing.T) {
 				t.Errorf("messages %q lack %q", msgs, tc.wantMsg)
 			}
 		})
+	}
+}
+
+// A registry publishing another port is refused (exit 2 at the host), not
+// recreated: a new container would start without the images the old one
+// holds. Nothing is removed or created.
+func TestRegistryOnAnotherPortIsRefusedNotRecreated(t *testing.T) {
+	for _, tc := range []struct{ state, has, keep string }{
+		{"exists=1 running=1 port=5999", "publishes host port 5999", "set REGISTRY_PORT=5999"},
+		{"exists=1 running=0 port=", "publishes no host port", ""},
+	} {
+		port, hits := registryServer(t, 0, 0)
+		base, dir := standIn(t, tc.state)
+		c := start(t, base, map[string]string{"REGISTRY_PORT": port, "REGISTRY_READY_RETRIES": "0"})
+		_, err := c.Hook(context.Background(), sdk.HookRequest{Phase: sdk.PhaseAfterKindCreate})
+		if !errors.Is(err, sdk.ErrRefused) {
+			t.Fatalf("%s: err %v, want a refusal", tc.state, err)
+		}
+		for _, want := range []string{"krops-registry " + tc.has, "not REGISTRY_PORT=" + port, tc.keep, "docker rm -f krops-registry", "drop the images"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the refusal lacks %q: %v", tc.state, want, err)
+			}
+		}
+		if got := strings.Join(calls(t, dir), "\n"); got != strings.Join(afterDetection("container inspect krops-registry"), "\n") {
+			t.Errorf("%s: engine calls after the inspect:\n%s", tc.state, got)
+		}
+		if hits.Load() != 0 {
+			t.Errorf("%s: the registry was probed after the refusal", tc.state)
+		}
 	}
 }
 

@@ -21,6 +21,6 @@ container)
 	r=false; [ "$running" = 1 ] && r=true
 	printf '[{"State":{"Running":%s},"NetworkSettings":{"Ports":{"5000/tcp":[{"HostIp":"127.0.0.1","HostPort":"%s"}]},"Networks":{"%s":{}}}}]\n' "$r" "$port" "$network" ;;
 port) printf '0.0.0.0:55001\n[::]:55001\n' ;;
-run|rm|start) exit 0 ;;
+run|rm|start|network) exit 0 ;;
 *) echo "stand-in engine: unexpected $*" >&2; exit 2 ;;
 esac

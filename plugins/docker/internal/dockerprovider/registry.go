@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/plugins/sdk/engine"
 	"github.com/kropsdev/krops/plugins/sdk/proc"
 )
@@ -31,7 +32,12 @@ type containerState struct {
 
 // ensureRegistry makes the registry container exist, run, publish the right
 // port and sit on the kind network. It reuses a healthy container, starts a
-// stopped one and recreates one with the wrong port or network.
+// stopped one and connects one that is off the kind network. One that
+// publishes another port is refused, not recreated: a container cannot
+// change its published ports, and a new one would start empty, dropping the
+// images the old one holds (an air-gapped install stocks them before the
+// bootstrap). The user decides: keep it by configuring its port, or remove
+// it.
 func (p *Provider) ensureRegistry(ctx context.Context, e *engine.Engine) (string, error) {
 	name := p.s.registryName
 	res, err := e.Run(ctx, "container", "inspect", name)
@@ -51,30 +57,41 @@ func (p *Provider) ensureRegistry(ctx context.Context, e *engine.Engine) (string
 	}
 	st := states[0]
 	wantPort := strconv.Itoa(p.s.registryPort)
+	var published []string
 	portOK := false
 	for _, b := range st.NetworkSettings.Ports[fmt.Sprintf("%d/tcp", registryInternalPort)] {
-		portOK = portOK || b.HostPort == wantPort
+		if b.HostPort != "" {
+			portOK = portOK || b.HostPort == wantPort
+			published = append(published, b.HostPort)
+		}
 	}
-	_, onKind := st.NetworkSettings.Networks[kindNetwork]
-	switch {
-	case !portOK || !onKind:
-		if _, err := e.Run(ctx, "rm", "-f", name); err != nil {
-			return "", fmt.Errorf("removing registry container %s to recreate it: %w", name, err)
+	if !portOK {
+		has := "publishes no host port for the registry"
+		keep := ""
+		if len(published) > 0 {
+			has = "publishes host port " + strings.Join(published, ", ")
+			keep = fmt.Sprintf("set REGISTRY_PORT=%s (--registry-port) to use it as it is, or ", published[0])
 		}
-		if err := p.createRegistry(ctx, e); err != nil {
-			return "", err
+		return "", fmt.Errorf("registry container %s %s, not REGISTRY_PORT=%s, and a container's published ports cannot change: recreating it would drop the images it holds. Either %sremove it yourself (`%s rm -f %s`) and run again: %w",
+			name, has, wantPort, keep, e.Name, name, sdk.ErrRefused)
+	}
+	var done []string
+	if _, onKind := st.NetworkSettings.Networks[kindNetwork]; !onKind {
+		if _, err := e.Run(ctx, "network", "connect", kindNetwork, name); err != nil {
+			return "", fmt.Errorf("connecting registry container %s to the %s network: %w", name, kindNetwork, err)
 		}
-		if !portOK {
-			return "recreated (it did not publish port " + wantPort + ")", nil
-		}
-		return "recreated (it was not on the kind network)", nil
-	case !st.State.Running:
+		done = append(done, "connected to the "+kindNetwork+" network")
+	}
+	if !st.State.Running {
 		if _, err := e.Run(ctx, "start", name); err != nil {
 			return "", fmt.Errorf("starting registry container %s: %w", name, err)
 		}
-		return "restarted", nil
+		done = append(done, "restarted")
 	}
-	return "reused", nil
+	if len(done) == 0 {
+		return "reused", nil
+	}
+	return "reused, " + strings.Join(done, " and "), nil
 }
 
 func (p *Provider) createRegistry(ctx context.Context, e *engine.Engine) error {
