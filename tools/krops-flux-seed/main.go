@@ -16,6 +16,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/kropsdev/krops/tools/kit/budget"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
@@ -52,6 +53,7 @@ func newApp() *ucli.App {
 		&ucli.StringSliceFlag{Name: "wait-for", Usage: "also wait for this Kustomization in the Flux namespace (repeatable; flux-system always)"},
 		&ucli.BoolFlag{Name: "no-follow", Usage: "wait for the FluxInstance, flux-system and --wait-for only, not the environment's [seed] chain"},
 		&ucli.BoolFlag{Name: "no-wait", Usage: "apply and return without waiting for Flux"},
+		&ucli.DurationFlag{Name: "query-timeout", Value: budget.APIRequest, Usage: "how long the seeded cluster's API server may stay silent while the seed waits for Flux before the state is unknown (exit 3); 0 waits out LOCAL_RECONCILE_TIMEOUT. A workload cluster's own Flux is waited for without it"},
 		&ucli.BoolFlag{Name: "from-bootstrap", Usage: "called as bootstrap's step: a cluster a pivot is under way on is left to the pivot (exit 0) instead of refused"},
 	}
 	app := cli.New(cli.Options{
@@ -156,7 +158,8 @@ func seedAction(c *ucli.Context) error {
 	p := seedconfig.Params{
 		Cluster:           kind,
 		RegistryInCluster: c.String("registry-in-cluster"), WaitFor: c.StringSlice("wait-for"), NoFollow: c.Bool("no-follow"), NoWait: c.Bool("no-wait"),
-		Progress: prog, PluginStderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
+		QueryTimeout: c.Duration("query-timeout"),
+		Progress:     prog, PluginStderr: c.App.ErrWriter, Verbose: c.Bool("verbose"),
 	}
 	if from := c.String("copy-run-from"); from != "" {
 		path, fctx, _ := strings.Cut(from, ":")
@@ -176,6 +179,7 @@ func seedAction(c *ucli.Context) error {
 		return cli.UsageError(fmt.Errorf("%w; nothing was changed. Finish the pivot with `task pivot ENV=%s` (it resumes), or, to start over, `task teardown ENV=%s`", err, sel.Environment.Name, sel.Environment.Name))
 	}
 	var te *kubewait.TimeoutError
+	var silent *kubewait.SilentError
 	var we *seed.WorkloadError
 	where := "the FluxInstance and Kustomizations were"
 	if errors.As(err, &we) {
@@ -188,6 +192,8 @@ func seedAction(c *ucli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "  %s\n", s)
 		}
 		return fmt.Errorf("%s not Ready within LOCAL_RECONCILE_TIMEOUT (%s); rerun `krops-flux-seed %s` once the blocking objects above are fixed", where, te.Timeout, sel.Environment.Name)
+	case errors.As(err, &silent):
+		return cli.UnknownStateError(fmt.Errorf("context %s: %w while the seed waited for Flux; everything applied so far stays, nothing was undone: rerun `krops-flux-seed %s` once it answers", kind.Context, silent, sel.Environment.Name))
 	case errors.Is(err, kubewait.ErrInterrupted):
 		return fmt.Errorf("%w; everything applied so far stays; rerun `krops-flux-seed %s` to go on", err, sel.Environment.Name)
 	case errors.Is(err, seed.ErrRunMetadata):

@@ -3,83 +3,15 @@ package kubewait_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/kropsdev/krops/tools/kit/kubewait"
 	"github.com/kropsdev/krops/tools/testenv"
 )
-
-// pausable forwards TCP to an API server and, paused, stops moving bytes
-// while keeping every connection open: what a paused container looks like
-// to a client (the real-engine lane pauses kind's node during a teardown).
-type pausable struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	paused bool
-	addr   string
-}
-
-func newPausable(t *testing.T, upstream string) *pausable {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pausable{addr: ln.Addr().String()}
-	p.cond = sync.NewCond(&p.mu)
-	t.Cleanup(func() { ln.Close(); p.set(false) })
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", upstream)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			go p.pipe(out, in)
-			go p.pipe(in, out)
-		}
-	}()
-	return p
-}
-
-func (p *pausable) set(paused bool) {
-	p.mu.Lock()
-	p.paused = paused
-	p.mu.Unlock()
-	p.cond.Broadcast()
-}
-
-func (p *pausable) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		p.mu.Lock()
-		for p.paused {
-			p.cond.Wait()
-		}
-		p.mu.Unlock()
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return // EOF or a closed connection: dst closes with it
-		}
-	}
-}
 
 // A wait whose API server goes silent after answering (a watch on it gets
 // neither events nor errors) ends with a *SilentError once Silence has
@@ -88,9 +20,8 @@ func TestAWaitWhoseServerGoesSilentSaysSo(t *testing.T) {
 	c := testenv.APIServer(t, testenv.ClusterOptions{Name: "silence"})
 	direct := dynamic.NewForConfigOrDie(c.Config)
 	target := held(t, c, direct, "held")
-	p := newPausable(t, strings.TrimSuffix(strings.TrimPrefix(c.Config.Host, "https://"), "/"))
-	cfg := rest.CopyConfig(c.Config)
-	cfg.Host = "https://" + p.addr
+	p := testenv.NewPausable(t, c.Config)
+	cfg := p.Config()
 	dyn := dynamic.NewForConfigOrDie(cfg)
 
 	var seen lines
@@ -112,7 +43,7 @@ func TestAWaitWhoseServerGoesSilentSaysSo(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the wait ended before the pause: %v (%s)", err, &seen)
 	}
-	p.set(true)
+	p.Pause(true)
 	err := <-done
 	var se *kubewait.SilentError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "the API server stopped answering (no answer for 2s)") {
@@ -124,7 +55,7 @@ func TestAWaitWhoseServerGoesSilentSaysSo(t *testing.T) {
 
 	// While the server answers, Silence changes nothing: the wait ends when
 	// the target goes.
-	p.set(false)
+	p.Pause(false)
 	go func() {
 		_, err := kubewait.Gone(context.Background(), kubewait.Options{Client: dyn, Timeout: 2 * time.Minute, Silence: 2 * time.Second}, target)
 		done <- err
@@ -140,9 +71,8 @@ func TestAWaitWhoseServerGoesSilentSaysSo(t *testing.T) {
 // server the same way; on an answering one Silence changes nothing.
 func TestAllEndsWhenItsServerGoesSilent(t *testing.T) {
 	c := testenv.APIServer(t, testenv.ClusterOptions{Name: "silence-all"})
-	p := newPausable(t, strings.TrimSuffix(strings.TrimPrefix(c.Config.Host, "https://"), "/"))
-	cfg := rest.CopyConfig(c.Config)
-	cfg.Host = "https://" + p.addr
+	p := testenv.NewPausable(t, c.Config)
+	cfg := p.Config()
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	later := kubewait.Target{Resource: configMaps, Kind: "ConfigMap", Namespace: "default", Name: "later", Exists: true}
 
@@ -157,14 +87,14 @@ func TestAllEndsWhenItsServerGoesSilent(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the wait ended before the pause: %v", err)
 	}
-	p.set(true)
+	p.Pause(true)
 	err := <-done
 	var se *kubewait.SilentError
 	if !errors.As(err, &se) || errors.Is(err, kubewait.ErrTimeout) {
 		t.Fatalf("err = %v, want a *SilentError", err)
 	}
 
-	p.set(false)
+	p.Pause(false)
 	go func() {
 		done <- kubewait.All(context.Background(), kubewait.Options{Client: dyn, Timeout: 2 * time.Minute, Silence: 2 * time.Second}, later)
 	}()

@@ -116,6 +116,13 @@ type Options struct {
 	// bounds each stage of the chain.
 	Wait        []string
 	WaitTimeout time.Duration
+	// Silence ends a wait on the seeded cluster with a
+	// *kubewait.SilentError once its API server has not answered for this
+	// long (its node stopped, its engine gone), instead of waiting out
+	// WaitTimeout; zero waits it out. A workload cluster's own Flux is
+	// waited for without it: while Cluster API still builds that cluster
+	// its load balancer may not answer yet, which is not a failure.
+	Silence time.Duration
 	// Workloads are Clusters in WorkloadNamespace whose own flux-system
 	// Kustomization the seed then follows, one after the other.
 	Workloads         []string

@@ -37,7 +37,7 @@ func waitChain(ctx context.Context, o Options, kc kubernetes.Interface, dyn dyna
 		targets = append(targets, kustomization(o.Namespace, k))
 	}
 	err := p.Wait(ctx, fmt.Sprintf("waiting for Flux to take over (up to %s)", o.WaitTimeout), func(ctx context.Context) error {
-		return follow(ctx, o, kc, dyn, o.WaitTimeout, targets...)
+		return follow(ctx, o, kc, dyn, o.WaitTimeout, o.Silence, targets...)
 	})
 	if err != nil {
 		return blockedToo(ctx, dyn, o.Namespace, err)
@@ -60,7 +60,7 @@ func waitWorkload(ctx context.Context, o Options, kc kubernetes.Interface, dyn d
 		// timeout (which names what blocks) from the caller's cancel.
 		deadline := time.Now().Add(o.WaitTimeout)
 		secret := capikubeconfig.Target(o.WorkloadNamespace, cluster)
-		if err := kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: o.WaitTimeout}, secret); err != nil {
+		if err := kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: o.WaitTimeout, Silence: o.Silence}, secret); err != nil {
 			return err
 		}
 		raw, err := capikubeconfig.Read(ctx, kc, o.WorkloadNamespace, cluster)
@@ -88,7 +88,7 @@ func waitWorkload(ctx context.Context, o Options, kc kubernetes.Interface, dyn d
 		}
 		// At least a moment: a zero timeout would mean none at all.
 		left := max(time.Until(deadline), time.Millisecond)
-		err = follow(ctx, o, wkc, wdyn, left, kustomization(o.Namespace, "flux-system"))
+		err = follow(ctx, o, wkc, wdyn, left, 0, kustomization(o.Namespace, "flux-system"))
 		var te *kubewait.TimeoutError
 		if errors.As(err, &te) {
 			te.Timeout = o.WaitTimeout
@@ -98,14 +98,15 @@ func waitWorkload(ctx context.Context, o Options, kc kubernetes.Interface, dyn d
 }
 
 // follow waits for targets on one cluster, streaming Flux's warnings and
-// reporting progress as it changes.
-func follow(ctx context.Context, o Options, kc kubernetes.Interface, dyn dynamic.Interface, timeout time.Duration, targets ...kubewait.Target) error {
+// reporting progress as it changes; silence, when set, ends it once the
+// cluster stops answering.
+func follow(ctx context.Context, o Options, kc kubernetes.Interface, dyn dynamic.Interface, timeout, silence time.Duration, targets ...kubewait.Target) error {
 	p := o.Progress
 	events, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); streamWarnings(events, kc, o.Namespace, p) }()
 	defer func() { stop(); <-done }()
-	return kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: timeout, Report: func(line string) { p.Infof("%s", line) }}, targets...)
+	return kubewait.All(ctx, kubewait.Options{Client: dyn, Timeout: timeout, Silence: silence, Report: func(line string) { p.Infof("%s", line) }}, targets...)
 }
 
 // blockedToo adds, to a wait that ran out, every other Kustomization in ns

@@ -164,7 +164,10 @@ type Params struct {
 	RegistryInCluster string
 	WaitFor           []string
 	NoFollow, NoWait  bool
-	Progress          *ui.Progress
+	// QueryTimeout is how long the seeded cluster may stay silent during
+	// a wait (seed.Options.Silence).
+	QueryTimeout time.Duration
+	Progress     *ui.Progress
 	// PluginStderr and Verbose go to the provider plugin, loaded only when
 	// a workload's endpoint must be rewritten.
 	PluginStderr io.Writer
@@ -185,7 +188,7 @@ func Options(ctx context.Context, ch *Checked, p Params) (seed.Options, func(), 
 		FluxRegistry: sel.Knobs.FluxRegistry,
 		Run: runmeta.Options{Environment: sel.Environment.Name, Now: time.Now(), RunID: sel.Knobs.RunID, Revision: firstNonEmpty(sel.Knobs.Revision, ch.Revision),
 			TTL: sel.Knobs.RunTTL, RunKind: sel.Knobs.RunKind},
-		Wait: append([]string{"flux-system"}, p.WaitFor...), WaitTimeout: sel.Knobs.LocalReconcileTimeout,
+		Wait: append([]string{"flux-system"}, p.WaitFor...), WaitTimeout: sel.Knobs.LocalReconcileTimeout, Silence: p.QueryTimeout,
 		WorkloadNamespace: sel.Config.Bootstrap.MgmtNamespace,
 		Progress:          p.Progress,
 	}
