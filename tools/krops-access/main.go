@@ -27,8 +27,7 @@ func main() {
 }
 
 func run(args []string) int {
-	defer sdk.CleanupClients()
-	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins})
+	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins, Cleanup: sdk.CleanupClients})
 }
 
 // newApp is the command line: what run parses, and what docs/cli.md

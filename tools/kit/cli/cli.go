@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -266,6 +267,12 @@ type RunOptions struct {
 	// BeforeForcedExit runs when a second signal ends the process at once,
 	// for cleanups that must not be skipped (killing plugin processes).
 	BeforeForcedExit func()
+	// Cleanup runs once the app has returned, while the signals are still
+	// watched: closing plugins gracefully takes up to seconds, and a
+	// Ctrl-C in that time must force the exit (after BeforeForcedExit),
+	// not kill the process by the signal's default action with its
+	// plugins left running.
+	Cleanup func()
 	// Exit ends the process on the second signal; nil means os.Exit.
 	Exit func(code int)
 }
@@ -324,7 +331,17 @@ func Run(ctx context.Context, app *ucli.App, args []string, o RunOptions) int {
 		case <-finished:
 		}
 	}()
+	// Once on every way out, a panic included (it still unwinds through
+	// here), and on the ordinary one before the signals stop being watched.
+	var cleanup sync.Once
+	cleanUp := func() {
+		if o.Cleanup != nil {
+			cleanup.Do(o.Cleanup)
+		}
+	}
+	defer cleanUp()
 	err := app.RunContext(ctx, flagsFirst(app, args))
+	cleanUp()
 	code := ExitCode(err)
 	if interrupted.Load() && (code == ExitOK || code == ExitFailed) {
 		// A step may have swallowed the cancellation (a status that

@@ -452,3 +452,69 @@ func TestPreflightReportsEveryProblemWithTheWorstExitCode(t *testing.T) {
 		t.Fatalf("an unknown state among refusals: exit %d: %v", ExitCode(err), err)
 	}
 }
+
+// A second signal while the cleanup runs (plugins closing gracefully take
+// up to seconds) forces the exit like one during the run: the process must
+// not die by the signal's default action with its plugins left running.
+// The cleanup runs on every way out, a panic included.
+func TestTheCleanupRunsUnderTheSignalWatch(t *testing.T) {
+	var out, errOut bytes.Buffer
+	var got seen
+	started := make(chan struct{})
+	app := testApp(t, &out, &errOut, &got, func(c *ucli.Context) error {
+		close(started)
+		<-c.Context.Done()
+		return c.Context.Err()
+	})
+	cleaning := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	exited := make(chan int, 1)
+	forced := make(chan struct{})
+	go Run(context.Background(), app, []string{"krops-test"}, RunOptions{
+		Signals:          []os.Signal{syscall.SIGUSR2},
+		Cleanup:          func() { close(cleaning); <-release },
+		BeforeForcedExit: func() { close(forced) },
+		Exit:             func(code int) { exited <- code },
+	})
+	<-started
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cleaning:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cleanup did not start after the run returned")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		if code != ExitInterrupted {
+			t.Errorf("forced exit code %d, want 130", code)
+		}
+		select {
+		case <-forced:
+		default:
+			t.Error("the forced exit skipped BeforeForcedExit")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second signal during the cleanup did not force the exit")
+	}
+
+	// A plain run cleans up once; a panicking one too.
+	for _, action := range []func(*ucli.Context) error{
+		func(*ucli.Context) error { return nil },
+		func(*ucli.Context) error { panic("boom") },
+	} {
+		calls := 0
+		func() {
+			defer func() { _ = recover() }()
+			Run(context.Background(), testApp(t, &out, &errOut, &got, action), []string{"krops-test"}, RunOptions{Signals: []os.Signal{syscall.SIGUSR2}, Cleanup: func() { calls++ }})
+		}()
+		if calls != 1 {
+			t.Errorf("the cleanup ran %d times, want once", calls)
+		}
+	}
+}

@@ -30,7 +30,8 @@ type Options struct {
 }
 
 // Load starts the environment's provider and configures it. The caller
-// closes the client; its main also defers sdk.CleanupClients.
+// closes the client; its main's cli.Run also cleans up with
+// sdk.CleanupClients.
 func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 	name := o.Environment.Provider
 	pin := o.Config.Providers[name]
