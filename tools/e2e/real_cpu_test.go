@@ -8,11 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kropsdev/krops/plugins/sdk/procfs"
 )
 
 // procKey names a process across samples: a pid alone may be reused.
@@ -36,9 +37,8 @@ type procSample struct {
 // /proc twice a second for the processes below every `task` the test
 // started; a child too short-lived for any sample is still counted, in the
 // CPU its parent reaped, as "<parent> (children no sample saw)". Reading /proc is
-// Linux's, as is the real-engine lane.
+// Linux's (plugins/sdk/procfs), as is the real-engine lane.
 type cpuLedger struct {
-	tick time.Duration
 	self int
 
 	mu    sync.Mutex
@@ -50,13 +50,7 @@ type cpuLedger struct {
 // startCPULedger samples until stopped.
 func startCPULedger(t *testing.T) *cpuLedger {
 	t.Helper()
-	hz := 100
-	if out, err := exec.Command("getconf", "CLK_TCK").Output(); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && n > 0 {
-			hz = n
-		}
-	}
-	l := &cpuLedger{tick: time.Second / time.Duration(hz), self: os.Getpid(), procs: map[procKey]*procSample{}, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &cpuLedger{self: os.Getpid(), procs: map[procKey]*procSample{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		every := time.NewTicker(500 * time.Millisecond)
@@ -83,42 +77,13 @@ func (l *cpuLedger) halt() {
 	<-l.done
 }
 
-// statLine is what /proc/<pid>/stat says of a process.
-type statLine struct {
-	key                        procKey
-	ppid                       int
-	utime, stime, cutime, cstm uint64
-}
-
-func readStat(pid int) (statLine, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return statLine{}, false
-	}
-	// The command name is in parentheses and may hold spaces: the fields
-	// start after the last ')'. Counting from the state (field 3).
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return statLine{}, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return statLine{}, false
-	}
-	n := func(k int) uint64 { v, _ := strconv.ParseUint(f[k], 10, 64); return v }
-	ppid, _ := strconv.Atoi(f[1])
-	return statLine{key: procKey{pid, n(19)}, ppid: ppid, utime: n(11), stime: n(12), cutime: n(13), cstm: n(14)}, true
-}
-
 // programOf names a process by its program: the script a shell runs, the go
 // subcommand, the docker or kubectl verb.
 func programOf(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(b) == 0 {
+	argv := procfs.Argv(pid)
+	if len(argv) == 0 {
 		return "?"
 	}
-	argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 	name := filepath.Base(argv[0])
 	verb := func() string {
 		for _, a := range argv[1:] {
@@ -143,21 +108,11 @@ func programOf(pid int) string {
 }
 
 func (l *cpuLedger) sample() {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	byPID := map[int]statLine{}
+	byPID := map[int]procfs.Process{}
 	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(pid); ok {
-			byPID[pid] = st
-			children[st.ppid] = append(children[st.ppid], pid)
-		}
+	for _, p := range procfs.Snapshot() {
+		byPID[p.PID] = p
+		children[p.PPID] = append(children[p.PPID], p.PID)
 	}
 	// The task runs the test started, and everything below them.
 	var queue []int
@@ -172,16 +127,16 @@ func (l *cpuLedger) sample() {
 		pid := queue[0]
 		queue = queue[1:]
 		st := byPID[pid]
-		p := l.procs[st.key]
+		key := procKey{pid, st.Start}
+		p := l.procs[key]
 		if p == nil {
 			p = &procSample{label: programOf(pid)}
-			if parent, ok := byPID[st.ppid]; ok && st.ppid != l.self {
-				p.parent = parent.key
+			if parent, ok := byPID[st.PPID]; ok && st.PPID != l.self {
+				p.parent = procKey{parent.PID, parent.Start}
 			}
-			l.procs[st.key] = p
+			l.procs[key] = p
 		}
-		p.self = time.Duration(st.utime+st.stime) * l.tick
-		p.reaped = time.Duration(st.cutime+st.cstm) * l.tick
+		p.self, p.reaped = st.CPU, st.Reaped
 		queue = append(queue, children[pid]...)
 	}
 }

@@ -65,12 +65,56 @@ func Descendants(pid int) []int {
 }
 
 // Cmdline is the argv of pid joined by spaces, or "" when it is gone.
-func Cmdline(pid int) string {
+func Cmdline(pid int) string { return strings.Join(Argv(pid), " ") }
+
+// Argv is the argv of pid, or nil when it is gone.
+func Argv(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return ""
+	if err != nil || len(b) == 0 {
+		return nil
 	}
-	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// userHZ is the unit of the times in /proc/<pid>/stat: the kernel reports
+// them in USER_HZ ticks, 100 a second on every architecture Go runs on.
+const userHZ = 100
+
+// Process is one process as Snapshot read it.
+type Process struct {
+	PID, PPID int
+	// Start is when it started, in ticks since boot: with PID it names a
+	// process across snapshots, since pids are reused.
+	Start uint64
+	// CPU is the user and system time it used so far; Reaped is that of
+	// the children it has waited for.
+	CPU, Reaped time.Duration
+}
+
+// Snapshot reads every process once: one pass over /proc, for callers that
+// follow many processes over time (a scan per process would read /proc
+// once for each).
+func Snapshot() []Process {
+	entries, _ := os.ReadDir("/proc")
+	out := make([]Process, 0, len(entries))
+	tick := func(f []string, i int) uint64 { v, _ := strconv.ParseUint(f[i], 10, 64); return v }
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// Fields from the state (stat's third): ppid 1, utime 11, stime
+		// 12, cutime 13, cstime 14, starttime 19.
+		f, ok := stat(pid)
+		if !ok || len(f) < 20 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		out = append(out, Process{PID: pid, PPID: ppid, Start: tick(f, 19),
+			CPU:    time.Duration(tick(f, 11)+tick(f, 12)) * time.Second / userHZ,
+			Reaped: time.Duration(tick(f, 13)+tick(f, 14)) * time.Second / userHZ})
+	}
+	return out
 }
 
 // Comm is the name of the file pid executes (at most 15 bytes), or "" when
