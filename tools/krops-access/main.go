@@ -12,7 +12,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/pluginhost"
@@ -27,7 +26,7 @@ func main() {
 }
 
 func run(args []string) int {
-	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins, Cleanup: sdk.CleanupClients})
+	return cli.Run(context.Background(), newApp(), args, pluginhost.RunOptions())
 }
 
 // newApp is the command line: what run parses, and what docs/cli.md

@@ -12,14 +12,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kropsdev/krops/plugins/sdk"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/kropsdev/krops/tools/kit/budget"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kubecfg"
 	"github.com/kropsdev/krops/tools/kit/kubewait"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/kit/seed"
 	"github.com/kropsdev/krops/tools/kit/seedconfig"
 )
@@ -39,7 +38,7 @@ var knobs = []string{
 
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
-	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins, Cleanup: sdk.CleanupClients})
+	return cli.Run(context.Background(), newApp(), args, pluginhost.RunOptions())
 }
 
 // newApp is the command line: what run parses, and what docs/cli.md

@@ -40,7 +40,7 @@ var knobs = []string{
 
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
-	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins, Cleanup: sdk.CleanupClients})
+	return cli.Run(context.Background(), newApp(), args, pluginhost.RunOptions())
 }
 
 // newApp is the command line: what run parses, and what docs/cli.md

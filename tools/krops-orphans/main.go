@@ -9,8 +9,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/krops-orphans/internal/scan"
 )
 
@@ -23,7 +23,7 @@ func main() {
 
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
-	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins, Cleanup: sdk.CleanupClients})
+	return cli.Run(context.Background(), newApp(), args, pluginhost.RunOptions())
 }
 
 // newApp is the command line: what run parses, and what docs/cli.md

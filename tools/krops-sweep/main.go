@@ -11,9 +11,9 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/kropsdev/krops/plugins/sdk"
 	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/kindsetup"
+	"github.com/kropsdev/krops/tools/kit/pluginhost"
 	"github.com/kropsdev/krops/tools/krops-sweep/internal/cloudsweep"
 )
 
@@ -26,7 +26,7 @@ func main() {
 
 func run(args []string) int {
 	// Every exit path kills the plugins this process started.
-	return cli.Run(context.Background(), newApp(), args, cli.RunOptions{BeforeForcedExit: sdk.KillPlugins, Cleanup: sdk.CleanupClients})
+	return cli.Run(context.Background(), newApp(), args, pluginhost.RunOptions())
 }
 
 // newApp is the command line: what run parses, and what docs/cli.md

@@ -330,18 +330,25 @@ func TestASecondSignalForcesTheExit(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	awaitForcedExit(t, exited, cleaned, "the second signal")
+}
+
+// awaitForcedExit checks that a second signal forced exit 130 through
+// Exit, after BeforeForcedExit closed forced.
+func awaitForcedExit(t *testing.T, exited <-chan int, forced <-chan struct{}, what string) {
+	t.Helper()
 	select {
 	case code := <-exited:
 		if code != 130 {
 			t.Errorf("forced exit code %d, want 130", code)
 		}
 		select {
-		case <-cleaned:
+		case <-forced:
 		default:
 			t.Error("the forced exit skipped BeforeForcedExit")
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the second signal did not force the exit")
+		t.Fatalf("%s did not force the exit", what)
 	}
 }
 
@@ -489,19 +496,7 @@ func TestTheCleanupRunsUnderTheSignalWatch(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case code := <-exited:
-		if code != ExitInterrupted {
-			t.Errorf("forced exit code %d, want 130", code)
-		}
-		select {
-		case <-forced:
-		default:
-			t.Error("the forced exit skipped BeforeForcedExit")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a second signal during the cleanup did not force the exit")
-	}
+	awaitForcedExit(t, exited, forced, "a second signal during the cleanup")
 
 	// A plain run cleans up once; a panicking one too.
 	for _, action := range []func(*ucli.Context) error{

@@ -13,8 +13,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kropsdev/krops/plugins/sdk"
+	"github.com/kropsdev/krops/tools/kit/cli"
 	"github.com/kropsdev/krops/tools/kit/config"
 )
+
+// RunOptions are cli.Run's for a binary that starts provider plugins: a
+// second Ctrl-C kills them before the forced exit, and every other way out
+// closes them while the signals are still watched.
+func RunOptions() cli.RunOptions {
+	return cli.RunOptions{BeforeForcedExit: sdk.KillPlugins, Cleanup: sdk.CleanupClients}
+}
 
 // Options say which environment's provider to load.
 type Options struct {
@@ -30,8 +38,8 @@ type Options struct {
 }
 
 // Load starts the environment's provider and configures it. The caller
-// closes the client; its main's cli.Run also cleans up with
-// sdk.CleanupClients.
+// closes the client; its main's cli.Run (RunOptions) also closes every
+// plugin on the way out.
 func Load(ctx context.Context, o Options) (*sdk.Client, error) {
 	name := o.Environment.Provider
 	pin := o.Config.Providers[name]
