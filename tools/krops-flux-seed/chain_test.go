@@ -133,11 +133,8 @@ spec: {interval: 3s, url: oci://%s/krops, insecure: true, ref: {tag: latest}}
 	eng := testenv.NewStandInEngine(t, map[string]string{"local-workload-lb": "127.0.0.1:" + u.Port()})
 	engineDir := eng.Dir
 	bin := testenv.BuildBinary(t, ".", "krops-flux-seed")
-	host, port, _ := strings.Cut(reg.Host, ":")
-	env := []string{"PATH=" + sdktest.PathWithoutEngines(t, "", engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + t.TempDir(), "KUBECONFIG=" + mgmt.Kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
-		"BOOTSTRAP_CONFIG=" + filepath.Join(root, "bootstrap.toml"), "KROPS_PLUGIN_DIR=" + pluginDir,
-		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
-		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops", "LOCAL_RECONCILE_TIMEOUT=3m"}
+	env := append([]string{"PATH=" + sdktest.PathWithoutEngines(t, "", engineDir), sdktest.NoEngineEnv[0], sdktest.NoEngineEnv[1], "HOME=" + t.TempDir(), "KUBECONFIG=" + mgmt.Kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
+		"BOOTSTRAP_CONFIG=" + filepath.Join(root, "bootstrap.toml"), "KROPS_PLUGIN_DIR=" + pluginDir, "LOCAL_RECONCILE_TIMEOUT=3m"}, artifactEnv(reg.Host)...)
 	args := []string{"local-host", "--chart-repository", charts, "--registry-in-cluster", reg.Host}
 	r := testenv.RunBinary(t, root, env, bin, args...)
 	if r.Code != 0 {

@@ -41,10 +41,8 @@ func TestSeedLocalHostWithTheRealOperatorAndFlux(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := testenv.BuildBinary(t, ".", "krops-flux-seed")
-	host, port, _ := strings.Cut(reg.Host, ":")
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
-		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
-		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops", "LOCAL_RECONCILE_TIMEOUT=3m", "KROPS_RUN_ID=local-seed-test"}
+	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
+		"LOCAL_RECONCILE_TIMEOUT=3m", "KROPS_RUN_ID=local-seed-test"}, artifactEnv(reg.Host)...)
 	// The real tree needs CAPI and cert-manager to go further than
 	// flux-system: chain_test.go follows a whole chain on a tree made for it.
 	args := []string{"local-host", "--no-follow", "--chart-repository", charts, "--registry-in-cluster", reg.Host}
@@ -164,6 +162,14 @@ spec: {interval: 1m, retryInterval: 2s, timeout: 30s, prune: true, path: ./no/su
 	if w := rec.Writes(); len(w) != 0 {
 		t.Errorf("the seed wrote to a cluster mid-pivot:\n%s", strings.Join(w, "\n"))
 	}
+}
+
+// artifactEnv is where the seed pushes the config artifact (sync = oci), a
+// registry on loopback, and the revision it stamps on it.
+func artifactEnv(registry string) []string {
+	host, port, _ := strings.Cut(registry, ":")
+	return []string{"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
+		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops"}
 }
 
 // TestMain fails the package if a process a test started (a plugin, an API

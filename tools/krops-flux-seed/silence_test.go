@@ -36,12 +36,10 @@ func TestASilentClusterDuringTheWaitIsUnknownState(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := testenv.BuildBinary(t, ".", "krops-flux-seed")
-	host, port, _ := strings.Cut(reg.Host, ":")
 	cmd := exec.Command(bin, "local-host", "--no-follow", "--chart-repository", charts, "--registry-in-cluster", reg.Host, "--query-timeout", "3s")
 	cmd.Dir = root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
-		"REGISTRY_HOST=" + host, "REGISTRY_PORT=" + port, "KROPS_OCI_GIT_SHA=0123456789abcdef0123456789abcdef01234567",
-		"KROPS_OCI_GIT_REF=main", "KROPS_OCI_SOURCE_URL=https://github.com/kropsdev/krops", "LOCAL_RECONCILE_TIMEOUT=10m", "KROPS_RUN_ID=local-seed-test"}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "BOOTSTRAP_KUBECONTEXT=kind-seed",
+		"LOCAL_RECONCILE_TIMEOUT=10m", "KROPS_RUN_ID=local-seed-test"}, artifactEnv(reg.Host)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
